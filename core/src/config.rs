@@ -1,0 +1,258 @@
+//! The deployment settings every instance is started with, and the rules that make a
+//! combination of them safe.
+
+use std::fmt;
+
+use crate::Layout;
+
+/// One year in milliseconds: a layout must be good for at least this long after load.
+pub const MIN_LAYOUT_LIFETIME_MS: u64 = 365 * 86_400_000;
+
+/// Where an instance sits in the deployment: all instances share `step`, each has its own
+/// `offset` in `[0, step)`. Values an instance issues are all `≡ offset (mod step)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    /// The number of residue classes; at least the number of instances that may ever issue
+    /// IDs (masters and replicas). Defaults to 1.
+    pub step: u64,
+    /// This instance's residue class. Defaults to 0.
+    pub offset: u64,
+}
+
+impl Default for Identity {
+    fn default() -> Self {
+        Identity { step: 1, offset: 0 }
+    }
+}
+
+/// Everything an instance needs to issue IDs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// Step and offset.
+    pub identity: Identity,
+    /// Snowflake field widths and epoch.
+    pub layout: Layout,
+    /// The width IDs must have; the layout's widths must add up to it. Defaults to 63
+    /// (positive signed 64-bit integers); 53 keeps IDs exact in JavaScript numbers.
+    pub id_bits: u32,
+    /// The shard used when a call gives no SHARD. Defaults to 0.
+    pub default_shard: u64,
+    /// How far, in ms, the snowflake clock may run ahead of the wall clock (by borrowing
+    /// milliseconds, or because the wall clock stepped back) before calls are refused.
+    /// Defaults to 2000.
+    pub max_drift_ms: u64,
+    /// How many values a segment counter skips on its first use after this instance was
+    /// promoted or restarted, so a tail of values lost in failover is never issued twice.
+    /// Defaults to 0 (no fence).
+    pub segment_fence: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            identity: Identity::default(),
+            layout: Layout::default(),
+            id_bits: 63,
+            default_shard: 0,
+            max_drift_ms: 2000,
+            segment_fence: 0,
+        }
+    }
+}
+
+/// A configuration that cannot be used, with the reason and the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// The widths an ID may have: 63 (positive signed 64-bit) down to 32.
+    pub const ID_BITS_RANGE: std::ops::RangeInclusive<u32> = 32..=63;
+
+    /// Checks every rule that keeps IDs unique and the layout usable, given the wall clock
+    /// `now_unix_ms` at load time. Returns the first rule broken, saying how to fix it.
+    pub fn validate(&self, now_unix_ms: u64) -> Result<(), ConfigError> {
+        let Identity { step, offset } = self.identity;
+        let id_bits = self.id_bits;
+        let layout = &self.layout;
+        let fail = |msg: String| Err(ConfigError(msg));
+        if step == 0 {
+            return fail("step is 0; it must be at least 1 (1 for a single instance)".into());
+        }
+        if offset >= step {
+            return fail(format!(
+                "offset {offset} is not below step {step}: each instance needs its own offset \
+                 from 0 to {}; give this instance a free offset in that range, or raise step \
+                 on every instance of the deployment",
+                step - 1
+            ));
+        }
+        if !Self::ID_BITS_RANGE.contains(&id_bits) {
+            return fail(format!("id-bits {id_bits} is not between 32 and 63"));
+        }
+        if layout.time_bits == 0 || layout.sequence_bits == 0 {
+            return fail(format!(
+                "time-bits ({}) and sequence-bits ({}) must each be at least 1",
+                layout.time_bits, layout.sequence_bits
+            ));
+        }
+        if layout.id_bits() != id_bits {
+            return fail(format!(
+                "time-bits {} + shard-bits {} + sequence-bits {} = {}, but IDs have {id_bits} \
+                 bits (id-bits); change the widths so they add up to {id_bits}",
+                layout.time_bits,
+                layout.shard_bits,
+                layout.sequence_bits,
+                layout.id_bits()
+            ));
+        }
+        if step > layout.sequence_values() {
+            return fail(format!(
+                "step {step} is larger than the {} sequence values of a millisecond \
+                 (sequence-bits {}): instances with an offset of {} or more could never issue \
+                 a snowflake ID; lower step or raise sequence-bits",
+                layout.sequence_values(),
+                layout.sequence_bits,
+                layout.sequence_values()
+            ));
+        }
+        if layout.epoch_unix_ms > now_unix_ms {
+            return fail(format!(
+                "epoch {} ({}) is in the future (now is {}); use a past epoch",
+                layout.epoch_unix_ms,
+                crate::utc::format_unix_ms(layout.epoch_unix_ms),
+                crate::utc::format_unix_ms(now_unix_ms)
+            ));
+        }
+        let expires = layout.expires_unix_ms();
+        if expires < now_unix_ms.saturating_add(MIN_LAYOUT_LIFETIME_MS) {
+            return fail(format!(
+                "the {}-bit time field counted from epoch {} runs out on {}, less than a year \
+                 from now; use a later epoch or more time-bits",
+                layout.time_bits,
+                crate::utc::format_date(layout.epoch_unix_ms),
+                crate::utc::format_date(expires)
+            ));
+        }
+        if self.default_shard >= layout.shard_values() {
+            return fail(format!(
+                "default-shard {} does not fit {} shard bits (0 to {})",
+                self.default_shard,
+                layout.shard_bits,
+                layout.shard_values() - 1
+            ));
+        }
+        if self.max_drift_ms == 0 {
+            return fail(
+                "max-drift-ms is 0: the clock could never borrow a millisecond, so every \
+                 burst above one millisecond's sequence would be refused; use at least 1"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// How many snowflake IDs this instance can issue in one millisecond: the sequence
+    /// values `offset, offset + step, …` below `2^sequence_bits`.
+    pub fn ids_per_ms(&self) -> u64 {
+        let Identity { step, offset } = self.identity;
+        (self.layout.sequence_values() - 1 - offset) / step + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: u64 = 1_790_000_000_000; // 2026-09-21
+
+    fn check(config: Config) -> Result<(), ConfigError> {
+        config.validate(NOW)
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(check(Config::default()), Ok(()));
+        assert_eq!(Config::default().ids_per_ms(), 4096);
+    }
+
+    #[test]
+    fn each_rule_is_enforced_with_its_reason() {
+        let mut c = Config::default();
+        c.identity = Identity { step: 6, offset: 6 };
+        assert!(check(c).unwrap_err().0.contains("offset 6 is not below step 6"));
+
+        let mut c = Config::default();
+        c.identity.step = 0;
+        assert!(check(c).unwrap_err().0.contains("step is 0"));
+
+        let mut c = Config::default();
+        c.layout.shard_bits = 11;
+        assert!(check(c).unwrap_err().0.contains("= 64, but IDs have 63"));
+
+        let mut c = Config::default();
+        c.identity = Identity {
+            step: 4097,
+            offset: 0,
+        };
+        assert!(check(c).unwrap_err().0.contains("larger than the 4096"));
+
+        let mut c = Config::default();
+        c.layout.epoch_unix_ms = NOW + 1;
+        assert!(check(c).unwrap_err().0.contains("in the future"));
+
+        // 35 bits of ms is about 397 days: from an epoch 60 days ago, it ends within a year.
+        let mut c = Config::default();
+        c.layout = Layout {
+            time_bits: 35,
+            shard_bits: 16,
+            sequence_bits: 12,
+            epoch_unix_ms: NOW - 60 * 86_400_000,
+        };
+        assert!(check(c).unwrap_err().0.contains("less than a year"));
+
+        let mut c = Config::default();
+        c.default_shard = 1024;
+        assert!(check(c).unwrap_err().0.contains("default-shard 1024"));
+
+        let mut c = Config::default();
+        c.max_drift_ms = 0;
+        assert!(check(c).unwrap_err().0.contains("max-drift-ms is 0"));
+
+        let mut c = Config::default();
+        c.layout.time_bits = 0;
+        c.layout.shard_bits = 51;
+        assert!(check(c).unwrap_err().0.contains("at least 1"));
+    }
+
+    #[test]
+    fn javascript_layout_is_valid_at_53_bits() {
+        let mut c = Config::default();
+        c.layout.shard_bits = 2;
+        c.layout.sequence_bits = 10;
+        assert!(c.validate(NOW).is_err());
+        c.id_bits = 53;
+        assert_eq!(c.validate(NOW), Ok(()));
+    }
+
+    #[test]
+    fn ids_per_ms_counts_the_residue_class() {
+        let mut c = Config::default();
+        c.identity = Identity { step: 6, offset: 0 };
+        assert_eq!(c.ids_per_ms(), 683); // 0, 6, …, 4092
+        c.identity.offset = 5;
+        assert_eq!(c.ids_per_ms(), 682); // 5, 11, …, 4091
+        c.identity = Identity {
+            step: 4096,
+            offset: 4095,
+        };
+        assert_eq!(c.ids_per_ms(), 1);
+    }
+}

@@ -1,0 +1,107 @@
+//! Errors of the ID arithmetic, each with the reply code a Redis client can match on.
+
+use std::fmt;
+
+/// Why an ID request was refused. Nothing is issued and no state changes when one of these
+/// is returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdError {
+    /// Issuing would put the logical clock more than the drift bound ahead of the wall clock.
+    Drift {
+        /// How far ahead of the wall clock the last ID of the request would have been, in ms.
+        ahead_ms: u64,
+        /// The configured bound, in ms.
+        limit_ms: u64,
+    },
+    /// The layout's time field cannot hold the millisecond the request needs.
+    TimeExhausted {
+        /// The unix time, in ms, at which the layout's time field runs out.
+        expires_unix_ms: u64,
+    },
+    /// A segment value would pass the largest signed 64-bit integer.
+    Overflow {
+        /// The value the segment counter holds now.
+        current: i64,
+        /// How many values were asked for.
+        count: u64,
+    },
+    /// A segment key holds a negative number; segments hand out positive IDs only.
+    NegativeSeed {
+        /// The value found.
+        value: i64,
+    },
+    /// The requested shard does not fit the layout's shard field.
+    ShardOutOfRange {
+        /// The shard asked for.
+        shard: u64,
+        /// The number of shard values the layout has (`2^shard_bits`).
+        shard_values: u64,
+    },
+    /// COUNT is zero or above the documented maximum.
+    CountOutOfRange {
+        /// The count asked for.
+        count: u64,
+        /// The largest count allowed.
+        max: u64,
+    },
+    /// A number given to decode is not an ID of this layout.
+    NotAnId {
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl IdError {
+    /// The upper-case code that starts the Redis error reply (`-DRIFT ...`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            IdError::Drift { .. } => "DRIFT",
+            IdError::TimeExhausted { .. } => "EXHAUSTED",
+            IdError::Overflow { .. } => "OVERFLOW",
+            IdError::NegativeSeed { .. }
+            | IdError::ShardOutOfRange { .. }
+            | IdError::CountOutOfRange { .. }
+            | IdError::NotAnId { .. } => "ERR",
+        }
+    }
+}
+
+impl fmt::Display for IdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IdError::Drift { ahead_ms, limit_ms } => write!(
+                f,
+                "the ID clock would run {ahead_ms} ms ahead of the wall clock, more than \
+                 idgen.max-drift-ms ({limit_ms}); nothing was issued, retry in a moment or ask for fewer IDs"
+            ),
+            IdError::TimeExhausted { expires_unix_ms } => write!(
+                f,
+                "the layout's time field ran out at {} (unix ms {expires_unix_ms}); \
+                 configure a later idgen.epoch or more idgen.time-bits",
+                crate::utc::format_unix_ms(*expires_unix_ms)
+            ),
+            IdError::Overflow { current, count } => write!(
+                f,
+                "the counter holds {current}; {count} more values would pass 9223372036854775807"
+            ),
+            IdError::NegativeSeed { value } => write!(
+                f,
+                "the key holds {value}; SEGMENT.NEXT continues from 0 or a positive integer"
+            ),
+            IdError::ShardOutOfRange {
+                shard,
+                shard_values,
+            } => write!(
+                f,
+                "SHARD {shard} does not fit the layout: shards run from 0 to {}",
+                shard_values.saturating_sub(1)
+            ),
+            IdError::CountOutOfRange { count, max } => {
+                write!(f, "COUNT {count} is out of range: give 1 to {max}")
+            }
+            IdError::NotAnId { reason } => write!(f, "not an ID of this layout: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for IdError {}

@@ -1,0 +1,25 @@
+//! Pure ID arithmetic for redis-idgen, with no Redis calls and an injected clock.
+//!
+//! - [`Config`] and [`Layout`]: the deployment's identity (step and offset) and the
+//!   snowflake bit layout, with [`Config::validate`] refusing unsafe combinations.
+//! - [`SnowflakeSequence`]: the per-instance logical clock and step-offset sequence behind
+//!   `SNOWFLAKE.NEXT`.
+//! - [`next_range`]: the step-offset range arithmetic behind `SEGMENT.NEXT`.
+//! - [`Layout::decode`]: the parts of an ID, as `SNOWFLAKE.DECODE` shows them.
+//!
+//! The Redis module and the client crate both build on this crate, so the arithmetic exists
+//! once.
+#![deny(missing_docs)]
+
+mod config;
+mod error;
+mod layout;
+mod segment;
+mod snowflake;
+pub mod utc;
+
+pub use config::{Config, ConfigError, Identity, MIN_LAYOUT_LIFETIME_MS};
+pub use error::IdError;
+pub use layout::{DecodedId, Layout, DEFAULT_EPOCH_UNIX_MS};
+pub use segment::{next_range, SegmentRange, MAX_SEGMENT_COUNT};
+pub use snowflake::{Batch, BatchIds, Position, Request, SnowflakeSequence, MAX_SNOWFLAKE_COUNT};

@@ -1,0 +1,265 @@
+//! The per-instance snowflake sequence: a logical millisecond clock plus the step-offset
+//! sequence within each millisecond.
+//!
+//! Within one millisecond the sequence field runs `offset, offset + step, offset + 2·step, …`
+//! (the *index* `k` counts these). Rules, each chosen so that nothing ever blocks:
+//! - a new millisecond continues the index where the last one stopped (wrapping to 0 at the
+//!   top), so that under low traffic consecutive IDs do not all share their low bits;
+//! - within a millisecond the index only grows; when it would pass the top, the sequence
+//!   moves to the next millisecond at once ("borrows" it) instead of waiting;
+//! - when the wall clock is behind the last issued millisecond (it stepped back, or earlier
+//!   calls borrowed), counting goes on from the last issued millisecond;
+//! - a request is refused, changing nothing, only if its last ID would be more than
+//!   `max_drift_ms` ahead of the wall clock, or past the end of the layout's time field.
+
+use crate::{Config, IdError};
+
+/// The largest COUNT one snowflake call may ask for. A reply of this many integers is a
+/// few megabytes and a few milliseconds of work: larger batches belong in several calls.
+pub const MAX_SNOWFLAKE_COUNT: u64 = 100_000;
+
+/// A point in the instance's sequence: a logical millisecond and an index within it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Position {
+    /// Milliseconds since the layout's epoch.
+    pub time_ms: u64,
+    /// Which of the millisecond's sequence values: the sequence field is
+    /// `offset + index * step`.
+    pub index: u64,
+}
+
+/// What one call asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// How many IDs, from 1 to [`MAX_SNOWFLAKE_COUNT`].
+    pub count: u64,
+    /// The shard field of every ID in the batch.
+    pub shard: u64,
+    /// The last ID recorded for the key, if any: every new ID must be above it.
+    pub above: Option<u64>,
+}
+
+/// A batch of IDs handed out by one call: `count` consecutive positions from `first`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Batch {
+    /// Position of the first ID.
+    pub first: Position,
+    /// Position of the last ID.
+    pub last: Position,
+    /// Number of IDs.
+    pub count: u64,
+    /// Shard field of every ID.
+    pub shard: u64,
+    /// Milliseconds the logical clock entered ahead of the wall clock for this batch.
+    pub borrowed_ms: u64,
+    /// Whether this call saw the wall clock lower than the previous call did.
+    pub clock_stepped_back: bool,
+    config: Config,
+}
+
+impl Batch {
+    /// The IDs, strictly increasing.
+    pub fn ids(&self) -> BatchIds {
+        BatchIds {
+            position: self.first,
+            remaining: self.count,
+            shard: self.shard,
+            ids_per_ms: self.config.ids_per_ms(),
+            config: self.config,
+        }
+    }
+
+    /// The first (smallest) ID of the batch.
+    pub fn first_id(&self) -> u64 {
+        compose(&self.config, self.first, self.shard)
+    }
+
+    /// The last (largest) ID of the batch: what the key records.
+    pub fn last_id(&self) -> u64 {
+        compose(&self.config, self.last, self.shard)
+    }
+}
+
+/// Iterator over the IDs of a [`Batch`].
+#[derive(Debug, Clone)]
+pub struct BatchIds {
+    position: Position,
+    remaining: u64,
+    shard: u64,
+    ids_per_ms: u64,
+    config: Config,
+}
+
+impl Iterator for BatchIds {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let id = compose(&self.config, self.position, self.shard);
+        self.remaining -= 1;
+        self.position.index += 1;
+        if self.position.index == self.ids_per_ms {
+            self.position = Position {
+                time_ms: self.position.time_ms + 1,
+                index: 0,
+            };
+        }
+        Some(id)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = usize::try_from(self.remaining).unwrap_or(usize::MAX);
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for BatchIds {}
+
+fn compose(config: &Config, position: Position, shard: u64) -> u64 {
+    let sequence = config.identity.offset + position.index * config.identity.step;
+    config.layout.compose(position.time_ms, shard, sequence)
+}
+
+/// The snowflake state of one instance, shared by all keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnowflakeSequence {
+    config: Config,
+    ids_per_ms: u64,
+    /// Position of the last ID issued (or the floor restored from persisted data).
+    last: Option<Position>,
+    /// Wall clock (ms since epoch) seen by the last successful call, to notice step-backs.
+    last_seen_wall_ms: Option<u64>,
+}
+
+impl SnowflakeSequence {
+    /// A sequence that has issued nothing yet. The config must have passed
+    /// [`Config::validate`].
+    pub fn new(config: Config) -> Self {
+        SnowflakeSequence {
+            config,
+            ids_per_ms: config.ids_per_ms(),
+            last: None,
+            last_seen_wall_ms: None,
+        }
+    }
+
+    /// The configuration this sequence issues under.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Position of the last ID issued, or of the restored floor.
+    pub fn last_position(&self) -> Option<Position> {
+        self.last
+    }
+
+    /// How far, in ms, the logical clock is ahead of `wall_unix_ms` (0 when behind).
+    pub fn ahead_of_wall_ms(&self, wall_unix_ms: u64) -> u64 {
+        let wall = self.wall_ms(wall_unix_ms);
+        self.last.map_or(0, |p| p.time_ms.saturating_sub(wall))
+    }
+
+    /// Marks every position up to the end of millisecond `time_ms` as used, so nothing at
+    /// or before it is issued again. Used when restoring state (loaded keys, replicated
+    /// writes, restart fences). Never moves the sequence backwards.
+    pub fn raise_floor(&mut self, time_ms: u64) {
+        let floor = Position {
+            time_ms,
+            index: self.ids_per_ms - 1,
+        };
+        if self.last.is_none_or(|last| last < floor) {
+            self.last = Some(floor);
+        }
+    }
+
+    fn wall_ms(&self, wall_unix_ms: u64) -> u64 {
+        wall_unix_ms.saturating_sub(self.config.layout.epoch_unix_ms)
+    }
+
+    /// Hands out `request.count` IDs at wall-clock time `wall_unix_ms`, or refuses and
+    /// changes nothing.
+    pub fn issue(&mut self, wall_unix_ms: u64, request: Request) -> Result<Batch, IdError> {
+        let layout = &self.config.layout;
+        if request.count == 0 || request.count > MAX_SNOWFLAKE_COUNT {
+            return Err(IdError::CountOutOfRange {
+                count: request.count,
+                max: MAX_SNOWFLAKE_COUNT,
+            });
+        }
+        if request.shard >= layout.shard_values() {
+            return Err(IdError::ShardOutOfRange {
+                shard: request.shard,
+                shard_values: layout.shard_values(),
+            });
+        }
+        let wall = self.wall_ms(wall_unix_ms);
+        let mut first = self.next_position(wall);
+        if let Some(above) = request.above {
+            if first.time_ms >= layout.time_values()
+                || compose(&self.config, first, request.shard) <= above
+            {
+                // Nothing at or before the key's last millisecond can be above it for every
+                // shard; the millisecond after it is unused by this instance (the candidate
+                // was not above the key, so it was not later than that millisecond).
+                first = first.max(Position {
+                    time_ms: layout.time_of(above) + 1,
+                    index: 0,
+                });
+            }
+        }
+        let last_index = first.index + (request.count - 1);
+        let last = Position {
+            time_ms: first.time_ms + last_index / self.ids_per_ms,
+            index: last_index % self.ids_per_ms,
+        };
+        if last.time_ms >= layout.time_values() {
+            return Err(IdError::TimeExhausted {
+                expires_unix_ms: layout.expires_unix_ms(),
+            });
+        }
+        let ahead_ms = last.time_ms.saturating_sub(wall);
+        if ahead_ms > self.config.max_drift_ms {
+            return Err(IdError::Drift {
+                ahead_ms,
+                limit_ms: self.config.max_drift_ms,
+            });
+        }
+        let reached_before = self.last.map_or(wall, |p| p.time_ms.max(wall));
+        let batch = Batch {
+            first,
+            last,
+            count: request.count,
+            shard: request.shard,
+            borrowed_ms: last.time_ms.saturating_sub(reached_before),
+            clock_stepped_back: self.last_seen_wall_ms.is_some_and(|seen| wall < seen),
+            config: self.config,
+        };
+        self.last = Some(last);
+        self.last_seen_wall_ms = Some(wall);
+        Ok(batch)
+    }
+
+    /// Where the next ID goes, before any per-key adjustment.
+    fn next_position(&self, wall: u64) -> Position {
+        match self.last {
+            None => Position {
+                time_ms: wall,
+                index: 0,
+            },
+            Some(last) if wall > last.time_ms => Position {
+                time_ms: wall,
+                index: (last.index + 1) % self.ids_per_ms,
+            },
+            Some(last) if last.index + 1 < self.ids_per_ms => Position {
+                time_ms: last.time_ms,
+                index: last.index + 1,
+            },
+            Some(last) => Position {
+                time_ms: last.time_ms + 1,
+                index: 0,
+            },
+        }
+    }
+}

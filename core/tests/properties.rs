@@ -1,0 +1,167 @@
+//! Property tests: random clocks (forward, back, bursts), random keys, shards and counts, on
+//! one instance and on several instances of one deployment.
+
+use std::collections::{HashMap, HashSet};
+
+use idgen_core::{next_range, Config, Identity, Request, SnowflakeSequence};
+use proptest::prelude::*;
+
+const T0: u64 = 1_790_000_000_000;
+
+/// One call: how the wall clock moved since the previous call, and what was asked.
+#[derive(Debug, Clone)]
+struct Call {
+    clock_delta_ms: i64,
+    key: u8,
+    shard: u64,
+    count: u64,
+}
+
+fn calls() -> impl Strategy<Value = Vec<Call>> {
+    let delta = prop_oneof![
+        6 => Just(0i64),
+        6 => 1i64..5,
+        2 => -3000i64..0,
+        1 => 5i64..5000,
+    ];
+    let count = prop_oneof![8 => 1u64..4, 2 => 1u64..10_000, 1 => Just(100_000u64)];
+    prop::collection::vec(
+        (delta, 0u8..4, prop_oneof![Just(0u64), 0u64..1024], count).prop_map(
+            |(clock_delta_ms, key, shard, count)| Call {
+                clock_delta_ms,
+                key,
+                shard,
+                count,
+            },
+        ),
+        1..120,
+    )
+}
+
+fn config(step: u64, offset: u64, max_drift_ms: u64) -> Config {
+    Config {
+        identity: Identity { step, offset },
+        max_drift_ms,
+        ..Config::default()
+    }
+}
+
+/// Runs `calls` on one instance; returns every ID issued. Checks on the way that each ID is
+/// of the instance's residue class, above the key's previous ID, inside the drift bound, and
+/// that a refused call changed nothing.
+fn run_instance(config: Config, calls: &[Call], issued: &mut HashSet<u64>) -> Result<(), TestCaseError> {
+    let layout = config.layout;
+    let step = config.identity.step;
+    let mut seq = SnowflakeSequence::new(config);
+    let mut wall = T0 as i64;
+    let mut last_per_key: HashMap<u8, u64> = HashMap::new();
+    for call in calls {
+        wall += call.clock_delta_ms;
+        let request = Request {
+            count: call.count,
+            shard: call.shard,
+            above: last_per_key.get(&call.key).copied(),
+        };
+        let before = seq.clone();
+        match seq.issue(wall as u64, request) {
+            Ok(batch) => {
+                let mut previous = request.above;
+                for id in batch.ids() {
+                    prop_assert!(previous.is_none_or(|p| id > p), "per-key order broken");
+                    prop_assert!(issued.insert(id), "duplicate id {id}");
+                    let parts = layout.decode(id as i64, step).unwrap();
+                    prop_assert_eq!(parts.offset, config.identity.offset);
+                    prop_assert_eq!(parts.shard, call.shard);
+                    prop_assert!(parts.unix_ms <= wall as u64 + config.max_drift_ms);
+                    previous = Some(id);
+                }
+                prop_assert_eq!(previous, Some(batch.last_id()));
+                last_per_key.insert(call.key, batch.last_id());
+            }
+            Err(_) => prop_assert_eq!(&seq, &before, "a refused call changed state"),
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn one_instance_never_repeats_and_keeps_key_order(
+        calls in calls(),
+        max_drift_ms in prop_oneof![Just(2000u64), 1u64..50],
+    ) {
+        run_instance(config(1, 0, max_drift_ms), &calls, &mut HashSet::new())?;
+    }
+
+    #[test]
+    fn instances_of_one_deployment_never_collide(
+        per_instance in prop::collection::vec(calls(), 3),
+        step in 3u64..8,
+    ) {
+        // Each instance runs with its own clock history over the same keys, as independent
+        // masters do; together they must not repeat an ID.
+        let mut issued = HashSet::new();
+        for (offset, calls) in per_instance.iter().enumerate() {
+            run_instance(config(step, offset as u64, 2000), calls, &mut issued)?;
+        }
+    }
+
+    #[test]
+    fn segment_ranges_are_the_smallest_values_of_the_residue_class(
+        current in 0i64..1_000_000_000_000,
+        step in 1u64..64,
+        offset_seed in 0u64..64,
+        count in 1u64..10_000,
+        fence in prop_oneof![Just(0u64), 0u64..1_000_000],
+    ) {
+        let identity = Identity { step, offset: offset_seed % step };
+        let range = next_range(current, identity, count, fence).unwrap();
+        let floor = current + fence as i64;
+        prop_assert!(range.first > floor);
+        prop_assert!(range.first - floor <= step as i64);
+        prop_assert_eq!(range.first.rem_euclid(step as i64) as u64, identity.offset);
+        prop_assert_eq!(range.last, range.first + (count as i64 - 1) * step as i64);
+        prop_assert_eq!(range.values().count() as u64, count);
+    }
+
+    #[test]
+    fn segment_counters_on_several_instances_never_collide(
+        counts in prop::collection::vec((0usize..3, 1u64..500), 1..60),
+    ) {
+        // Three independent masters, each with its own copy of the counter key.
+        let mut counters = [0i64; 3];
+        let mut seen = HashSet::new();
+        for (instance, count) in counts {
+            let identity = Identity { step: 3, offset: instance as u64 };
+            let range = next_range(counters[instance], identity, count, 0).unwrap();
+            for value in range.values() {
+                prop_assert!(seen.insert(value), "duplicate {value}");
+            }
+            counters[instance] = range.last;
+        }
+    }
+}
+
+#[test]
+fn segment_edges() {
+    let single = Identity::default();
+    assert_eq!(next_range(0, single, 1, 0).unwrap().first, 1);
+    let six_two = Identity { step: 6, offset: 2 };
+    let r = next_range(0, six_two, 3, 0).unwrap();
+    assert_eq!((r.first, r.last, r.step), (2, 14, 6));
+    // An operator's seed is continued above.
+    assert_eq!(next_range(1000, six_two, 1, 0).unwrap().first, 1004);
+    // A value already of the class is not handed out again.
+    assert_eq!(next_range(1004, six_two, 1, 0).unwrap().first, 1010);
+    assert_eq!(next_range(1000, six_two, 1, 100).unwrap().first, 1106);
+    assert!(next_range(-1, single, 1, 0).is_err());
+    assert!(next_range(i64::MAX - 1, single, 1, 0).is_ok());
+    let overflow = next_range(i64::MAX - 1, single, 2, 0).unwrap_err();
+    assert_eq!(overflow.code(), "OVERFLOW");
+    assert!(next_range(i64::MAX - 10, single, 1, 100).is_err());
+    assert!(next_range(0, single, 0, 0).is_err());
+    assert!(next_range(0, single, 1_000_000_001, 0).is_err());
+    assert!(r.contains(8) && !r.contains(9) && !r.contains(20));
+}

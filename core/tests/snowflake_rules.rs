@@ -1,0 +1,220 @@
+//! Scenario tests of the snowflake sequence, driven by an injected wall clock.
+
+use idgen_core::{Config, IdError, Identity, Layout, Request, SnowflakeSequence};
+
+const T0: u64 = 1_790_000_000_000;
+
+fn sequence(step: u64, offset: u64) -> SnowflakeSequence {
+    let mut config = Config::default();
+    config.identity = Identity { step, offset };
+    config.validate(T0).unwrap();
+    SnowflakeSequence::new(config)
+}
+
+fn one(shard: u64, above: Option<u64>) -> Request {
+    Request {
+        count: 1,
+        shard,
+        above,
+    }
+}
+
+fn next(seq: &mut SnowflakeSequence, wall: u64) -> u64 {
+    seq.issue(wall, one(0, None)).unwrap().first_id()
+}
+
+#[test]
+fn sequence_within_a_millisecond_runs_offset_plus_multiples_of_step() {
+    let mut seq = sequence(6, 2);
+    let layout = seq.config().layout;
+    let ids: Vec<u64> = (0..5).map(|_| next(&mut seq, T0)).collect();
+    let sequences: Vec<u64> = ids
+        .iter()
+        .map(|&id| layout.decode(id as i64, 6).unwrap().sequence)
+        .collect();
+    assert_eq!(sequences, vec![2, 8, 14, 20, 26]);
+    for id in ids {
+        let parts = layout.decode(id as i64, 6).unwrap();
+        assert_eq!(parts.unix_ms, T0);
+        assert_eq!(parts.offset, 2);
+    }
+}
+
+#[test]
+fn a_used_up_millisecond_borrows_the_next_one_at_once() {
+    let mut seq = sequence(1, 0);
+    let batch = seq
+        .issue(
+            T0,
+            Request {
+                count: 4096 * 3 + 1,
+                shard: 0,
+                above: None,
+            },
+        )
+        .unwrap();
+    let layout = seq.config().layout;
+    let ids: Vec<u64> = batch.ids().collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(layout.decode(ids[4095] as i64, 1).unwrap().unix_ms, T0);
+    assert_eq!(layout.decode(ids[4096] as i64, 1).unwrap().unix_ms, T0 + 1);
+    assert_eq!(layout.decode(*ids.last().unwrap() as i64, 1).unwrap().unix_ms, T0 + 3);
+    assert_eq!(batch.borrowed_ms, 3);
+    assert_eq!(seq.ahead_of_wall_ms(T0), 3);
+}
+
+#[test]
+fn clock_stepping_back_keeps_counting_from_the_last_millisecond() {
+    let mut seq = sequence(1, 0);
+    let before = next(&mut seq, T0 + 1000);
+    let batch = seq.issue(T0 + 400, one(0, None)).unwrap();
+    assert!(batch.clock_stepped_back);
+    assert!(batch.first_id() > before);
+    let layout = seq.config().layout;
+    assert_eq!(layout.decode(batch.first_id() as i64, 1).unwrap().unix_ms, T0 + 1000);
+    // Only the first call after the step notices it.
+    assert!(!seq.issue(T0 + 401, one(0, None)).unwrap().clock_stepped_back);
+}
+
+#[test]
+fn clock_jumping_forward_moves_ids_forward() {
+    let mut seq = sequence(1, 0);
+    let before = next(&mut seq, T0);
+    let after = next(&mut seq, T0 + 3_600_000);
+    let layout = seq.config().layout;
+    assert!(after > before);
+    assert_eq!(layout.decode(after as i64, 1).unwrap().unix_ms, T0 + 3_600_000);
+}
+
+#[test]
+fn drift_beyond_the_bound_is_refused_and_changes_nothing() {
+    let mut seq = sequence(1, 0);
+    next(&mut seq, T0 + 10_000);
+    let saved = seq.clone();
+    // The wall clock stepped back 2001 ms: one more ID would be 2001 ms ahead.
+    let refused = seq.issue(T0 + 10_000 - 2001, one(0, None));
+    assert_eq!(
+        refused,
+        Err(IdError::Drift {
+            ahead_ms: 2001,
+            limit_ms: 2000
+        })
+    );
+    assert_eq!(seq, saved);
+    // 2000 ms behind is still inside the bound.
+    assert!(seq.issue(T0 + 10_000 - 2000, one(0, None)).is_ok());
+}
+
+#[test]
+fn a_batch_that_would_pass_the_drift_bound_is_refused_whole() {
+    let config = Config {
+        max_drift_ms: 3,
+        ..Config::default()
+    };
+    let mut seq = SnowflakeSequence::new(config);
+    // Four full milliseconds plus one ID would end 4 ms ahead of the wall clock.
+    let refused = seq.issue(
+        T0,
+        Request {
+            count: 4096 * 4 + 1,
+            shard: 0,
+            above: None,
+        },
+    );
+    assert_eq!(
+        refused,
+        Err(IdError::Drift {
+            ahead_ms: 4,
+            limit_ms: 3
+        })
+    );
+    assert_eq!(seq.last_position(), None);
+    // One ID fewer ends exactly at the bound and is issued.
+    let batch = seq.issue(T0, Request { count: 4096 * 4, shard: 0, above: None });
+    assert_eq!(batch.unwrap().borrowed_ms, 3);
+}
+
+#[test]
+fn low_traffic_ids_do_not_share_their_low_bits() {
+    let mut seq = sequence(1, 0);
+    let ids: Vec<u64> = (0..256).map(|ms| next(&mut seq, T0 + ms * 7)).collect();
+    let mut residues = [0u32; 16];
+    for id in &ids {
+        residues[(id % 16) as usize] += 1;
+    }
+    assert!(
+        residues.iter().all(|&n| n == 16),
+        "id % 16 should be spread evenly, got {residues:?}"
+    );
+}
+
+#[test]
+fn a_key_whose_last_id_is_ahead_gets_ids_above_it() {
+    let mut seq = sequence(3, 1);
+    let layout = seq.config().layout;
+    // Another instance issued this for the key 50 ms ahead of our clock.
+    let theirs = layout.compose(T0 - layout.epoch_unix_ms + 50, 0, 2);
+    let ours = seq.issue(T0, one(0, Some(theirs))).unwrap().first_id();
+    assert!(ours > theirs);
+    assert_eq!(layout.decode(ours as i64, 3).unwrap().offset, 1);
+}
+
+#[test]
+fn changing_shard_within_a_millisecond_keeps_per_key_order() {
+    let mut seq = sequence(1, 0);
+    let high = seq.issue(T0, one(1000, None)).unwrap().first_id();
+    let low = seq.issue(T0, one(3, Some(high))).unwrap().first_id();
+    assert!(low > high);
+}
+
+#[test]
+fn raised_floor_is_never_issued_again() {
+    let mut seq = sequence(1, 0);
+    let layout = seq.config().layout;
+    seq.raise_floor(T0 - layout.epoch_unix_ms + 500);
+    let id = next(&mut seq, T0);
+    assert_eq!(layout.decode(id as i64, 1).unwrap().unix_ms, T0 + 501);
+    // A lower floor changes nothing.
+    let saved = seq.clone();
+    seq.raise_floor(1);
+    assert_eq!(seq, saved);
+}
+
+#[test]
+fn the_end_of_the_time_field_is_an_error_not_a_wrap() {
+    let config = Config {
+        layout: Layout {
+            time_bits: 36,
+            shard_bits: 15,
+            sequence_bits: 12,
+            epoch_unix_ms: T0 - (1 << 36) + 10,
+        },
+        ..Config::default()
+    };
+    let mut seq = SnowflakeSequence::new(config);
+    let ok = seq.issue(T0 + 5, one(0, None));
+    assert!(ok.is_ok());
+    let saved = seq.clone();
+    let err = seq.issue(T0 + 10, one(0, None)).unwrap_err();
+    assert!(matches!(err, IdError::TimeExhausted { .. }));
+    assert_eq!(err.code(), "EXHAUSTED");
+    assert_eq!(seq, saved);
+}
+
+#[test]
+fn bad_count_and_shard_are_refused() {
+    let mut seq = sequence(1, 0);
+    assert!(matches!(
+        seq.issue(T0, Request { count: 0, shard: 0, above: None }),
+        Err(IdError::CountOutOfRange { .. })
+    ));
+    assert!(matches!(
+        seq.issue(T0, Request { count: 100_001, shard: 0, above: None }),
+        Err(IdError::CountOutOfRange { .. })
+    ));
+    assert!(matches!(
+        seq.issue(T0, one(1024, None)),
+        Err(IdError::ShardOutOfRange { .. })
+    ));
+    assert_eq!(seq.last_position(), None);
+}
