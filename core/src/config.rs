@@ -187,7 +187,10 @@ mod tests {
     fn each_rule_is_enforced_with_its_reason() {
         let mut c = Config::default();
         c.identity = Identity { step: 6, offset: 6 };
-        assert!(check(c).unwrap_err().0.contains("offset 6 is not below step 6"));
+        assert!(check(c)
+            .unwrap_err()
+            .0
+            .contains("offset 6 is not below step 6"));
 
         let mut c = Config::default();
         c.identity.step = 0;

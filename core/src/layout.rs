@@ -157,6 +157,9 @@ mod tests {
         assert_eq!(layout.sequence_values(), 4096);
         assert_eq!(layout.shard_values(), 1024);
         // 2^41 ms after 2024-01-01 is in 2093.
-        assert_eq!(crate::utc::format_date(layout.expires_unix_ms()), "2093-09-06");
+        assert_eq!(
+            crate::utc::format_date(layout.expires_unix_ms()),
+            "2093-09-06"
+        );
     }
 }

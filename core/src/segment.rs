@@ -32,7 +32,7 @@ impl SegmentRange {
     pub fn contains(&self, value: i64) -> bool {
         value >= self.first
             && value <= self.last
-            && (value - self.first) as u64 % self.step == 0
+            && ((value - self.first) as u64).is_multiple_of(self.step)
     }
 }
 

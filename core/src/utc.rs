@@ -50,12 +50,21 @@ mod tests {
     #[test]
     fn known_instants() {
         assert_eq!(format_unix_ms(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(format_unix_ms(1_704_067_200_000), "2024-01-01T00:00:00.000Z");
+        assert_eq!(
+            format_unix_ms(1_704_067_200_000),
+            "2024-01-01T00:00:00.000Z"
+        );
         // Twitter's snowflake epoch.
-        assert_eq!(format_unix_ms(1_288_834_974_657), "2010-11-04T01:42:54.657Z");
+        assert_eq!(
+            format_unix_ms(1_288_834_974_657),
+            "2010-11-04T01:42:54.657Z"
+        );
         // A leap day and the last millisecond of a leap year.
         assert_eq!(format_unix_ms(951_782_400_000), "2000-02-29T00:00:00.000Z");
-        assert_eq!(format_unix_ms(1_735_689_599_999), "2024-12-31T23:59:59.999Z");
+        assert_eq!(
+            format_unix_ms(1_735_689_599_999),
+            "2024-12-31T23:59:59.999Z"
+        );
         assert_eq!(format_date(4_102_444_800_000), "2100-01-01");
     }
 
@@ -64,7 +73,10 @@ mod tests {
         let mut previous = civil_from_days(0);
         for day in 1..200_000u64 {
             let current = civil_from_days(day);
-            assert!(current > previous, "day {day}: {current:?} after {previous:?}");
+            assert!(
+                current > previous,
+                "day {day}: {current:?} after {previous:?}"
+            );
             let (y, m, d) = current;
             if d != 1 {
                 assert_eq!((y, m, d - 1), previous);

@@ -49,7 +49,11 @@ fn config(step: u64, offset: u64, max_drift_ms: u64) -> Config {
 /// Runs `calls` on one instance; returns every ID issued. Checks on the way that each ID is
 /// of the instance's residue class, above the key's previous ID, inside the drift bound, and
 /// that a refused call changed nothing.
-fn run_instance(config: Config, calls: &[Call], issued: &mut HashSet<u64>) -> Result<(), TestCaseError> {
+fn run_instance(
+    config: Config,
+    calls: &[Call],
+    issued: &mut HashSet<u64>,
+) -> Result<(), TestCaseError> {
     let layout = config.layout;
     let step = config.identity.step;
     let mut seq = SnowflakeSequence::new(config);

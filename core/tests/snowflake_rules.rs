@@ -58,7 +58,13 @@ fn a_used_up_millisecond_borrows_the_next_one_at_once() {
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(layout.decode(ids[4095] as i64, 1).unwrap().unix_ms, T0);
     assert_eq!(layout.decode(ids[4096] as i64, 1).unwrap().unix_ms, T0 + 1);
-    assert_eq!(layout.decode(*ids.last().unwrap() as i64, 1).unwrap().unix_ms, T0 + 3);
+    assert_eq!(
+        layout
+            .decode(*ids.last().unwrap() as i64, 1)
+            .unwrap()
+            .unix_ms,
+        T0 + 3
+    );
     assert_eq!(batch.borrowed_ms, 3);
     assert_eq!(seq.ahead_of_wall_ms(T0), 3);
 }
@@ -71,9 +77,16 @@ fn clock_stepping_back_keeps_counting_from_the_last_millisecond() {
     assert!(batch.clock_stepped_back);
     assert!(batch.first_id() > before);
     let layout = seq.config().layout;
-    assert_eq!(layout.decode(batch.first_id() as i64, 1).unwrap().unix_ms, T0 + 1000);
+    assert_eq!(
+        layout.decode(batch.first_id() as i64, 1).unwrap().unix_ms,
+        T0 + 1000
+    );
     // Only the first call after the step notices it.
-    assert!(!seq.issue(T0 + 401, one(0, None)).unwrap().clock_stepped_back);
+    assert!(
+        !seq.issue(T0 + 401, one(0, None))
+            .unwrap()
+            .clock_stepped_back
+    );
 }
 
 #[test]
@@ -83,7 +96,10 @@ fn clock_jumping_forward_moves_ids_forward() {
     let after = next(&mut seq, T0 + 3_600_000);
     let layout = seq.config().layout;
     assert!(after > before);
-    assert_eq!(layout.decode(after as i64, 1).unwrap().unix_ms, T0 + 3_600_000);
+    assert_eq!(
+        layout.decode(after as i64, 1).unwrap().unix_ms,
+        T0 + 3_600_000
+    );
 }
 
 #[test]
@@ -130,7 +146,14 @@ fn a_batch_that_would_pass_the_drift_bound_is_refused_whole() {
     );
     assert_eq!(seq.last_position(), None);
     // One ID fewer ends exactly at the bound and is issued.
-    let batch = seq.issue(T0, Request { count: 4096 * 4, shard: 0, above: None });
+    let batch = seq.issue(
+        T0,
+        Request {
+            count: 4096 * 4,
+            shard: 0,
+            above: None,
+        },
+    );
     assert_eq!(batch.unwrap().borrowed_ms, 3);
 }
 
@@ -205,11 +228,25 @@ fn the_end_of_the_time_field_is_an_error_not_a_wrap() {
 fn bad_count_and_shard_are_refused() {
     let mut seq = sequence(1, 0);
     assert!(matches!(
-        seq.issue(T0, Request { count: 0, shard: 0, above: None }),
+        seq.issue(
+            T0,
+            Request {
+                count: 0,
+                shard: 0,
+                above: None
+            }
+        ),
         Err(IdError::CountOutOfRange { .. })
     ));
     assert!(matches!(
-        seq.issue(T0, Request { count: 100_001, shard: 0, above: None }),
+        seq.issue(
+            T0,
+            Request {
+                count: 100_001,
+                shard: 0,
+                above: None
+            }
+        ),
         Err(IdError::CountOutOfRange { .. })
     ));
     assert!(matches!(

@@ -1,1 +1,85 @@
+//! The `idgen` Redis module: `SNOWFLAKE.NEXT`, `SEGMENT.NEXT`, `SNOWFLAKE.DECODE` (plus
+//! `SNOWFLAKE.LAST` and `SNOWFLAKE.SETLAST`), generated inside Redis from per-instance
+//! step-offset sequences.
+//!
+//! The arithmetic lives in `idgen-core`; this crate binds it to Redis: configs, commands,
+//! the `snowflake` key type, replication of effects and `INFO idgen`.
 
+mod args;
+mod clock;
+mod cmd_decode;
+mod cmd_segment;
+mod cmd_snowflake;
+mod command_docs;
+mod counters;
+mod ffi;
+mod info;
+mod registry;
+mod settings;
+mod snowflake_type;
+mod state;
+
+use redis_module::configuration::ConfigurationFlags;
+use redis_module::{raw, redis_module, Context, RedisString, Status};
+
+use snowflake_type::SNOWFLAKE_TYPE;
+
+/// Runs after Redis has applied the configs: checks them, then registers the commands.
+fn on_load(ctx: &Context, args: &[RedisString]) -> Status {
+    match load(ctx, args) {
+        Ok(()) => Status::Ok,
+        Err(reason) => {
+            ctx.log_warning(&format!("refusing to load: {reason}"));
+            Status::Err
+        }
+    }
+}
+
+fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
+    let words: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
+    settings::check_module_args(&words)?;
+    let config = settings::current()?;
+    config
+        .validate(clock::wall_unix_ms())
+        .map_err(|e| e.to_string())?;
+    state::install(config);
+    registry::register_all(ctx)?;
+    raw::register_info_function(ctx.ctx, Some(info::add_info));
+    ctx.log_notice(&format!(
+        "step {} offset {}; snowflake layout {}|{}|{} bits from epoch {} ms, {} IDs per ms",
+        config.identity.step,
+        config.identity.offset,
+        config.layout.time_bits,
+        config.layout.shard_bits,
+        config.layout.sequence_bits,
+        config.layout.epoch_unix_ms,
+        config.ids_per_ms()
+    ));
+    Ok(())
+}
+
+redis_module! {
+    name: "idgen",
+    version: 1,
+    allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+    data_types: [SNOWFLAKE_TYPE],
+    init: on_load,
+    configurations: [
+        i64: [
+            ["step", &settings::STEP.value, settings::STEP.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["offset", &settings::OFFSET.value, settings::OFFSET.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["epoch", &settings::EPOCH.value, settings::EPOCH.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["time-bits", &settings::TIME_BITS.value, settings::TIME_BITS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["shard-bits", &settings::SHARD_BITS.value, settings::SHARD_BITS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["sequence-bits", &settings::SEQUENCE_BITS.value, settings::SEQUENCE_BITS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["id-bits", &settings::ID_BITS.value, settings::ID_BITS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["default-shard", &settings::DEFAULT_SHARD.value, settings::DEFAULT_SHARD.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["max-drift-ms", &settings::MAX_DRIFT_MS.value, settings::MAX_DRIFT_MS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["segment-fence", &settings::SEGMENT_FENCE.value, settings::SEGMENT_FENCE.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+        ],
+        string: [],
+        bool: [],
+        enum: [],
+        module_args_as_configuration: true,
+    ]
+}

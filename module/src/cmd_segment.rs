@@ -1,0 +1,53 @@
+//! `SEGMENT.NEXT key [COUNT n]`.
+
+use idgen_core::{next_range, parse_redis_integer};
+use redis_module::raw;
+
+use crate::args::{parse_options, COUNT};
+use crate::cmd_snowflake::refuse_on_replica;
+use crate::ffi::{wrong_type, Call, KeyKind, Refusal};
+use crate::{counters, state};
+
+/// Hands out the COUNT smallest values above the key's integer that belong to this
+/// instance's residue class, and stores the largest as the key's new value.
+pub fn next(call: &Call) -> Result<(), Refusal> {
+    let key_name = call.arg(1);
+    let [count] = parse_options(call, "SEGMENT.NEXT", 2, [&COUNT])?;
+    refuse_on_replica(call)?;
+    let config = state::config();
+    let key = call.open_key(key_name, true);
+    let current = match key.kind() {
+        KeyKind::Empty => 0,
+        KeyKind::String => {
+            let text = key.string_value();
+            parse_redis_integer(text).ok_or_else(|| {
+                Refusal::new(
+                    "ERR",
+                    format!(
+                        "the key holds '{}', not an integer; SEGMENT.NEXT continues from a plain \
+                         integer (SET it to a number, or use another key)",
+                        String::from_utf8_lossy(&text[..text.len().min(40)])
+                    ),
+                )
+            })?
+        }
+        _ => return Err(wrong_type()),
+    };
+    let range = next_range(current, config.identity, count.unwrap_or(1), 0)?;
+    key.set_integer(range.last)?;
+    drop(key);
+
+    call.replicate_key_value(c"SET", key_name, range.last);
+    call.notify(raw::NotifyEvent::STRING, c"segment.next", key_name);
+    counters::SEGMENT_CALLS.add(1);
+    counters::SEGMENT_IDS.add(range.count);
+    if count.is_none() {
+        call.reply_integer(range.first);
+    } else {
+        call.reply_array(3);
+        call.reply_integer(range.first);
+        call.reply_integer(range.last);
+        call.reply_integer(range.step as i64);
+    }
+    Ok(())
+}

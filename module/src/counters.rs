@@ -1,0 +1,41 @@
+//! Counters shown in `INFO idgen`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A monotonically growing event count.
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    const fn new() -> Self {
+        Counter(AtomicU64::new(0))
+    }
+
+    /// Adds `n`.
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The current count.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Successful SNOWFLAKE.NEXT calls.
+pub static SNOWFLAKE_CALLS: Counter = Counter::new();
+/// Snowflake IDs handed out.
+pub static SNOWFLAKE_IDS: Counter = Counter::new();
+/// Successful SEGMENT.NEXT calls.
+pub static SEGMENT_CALLS: Counter = Counter::new();
+/// Segment values handed out.
+pub static SEGMENT_IDS: Counter = Counter::new();
+/// Milliseconds the snowflake clock entered ahead of the wall clock.
+pub static BORROWED_MS: Counter = Counter::new();
+/// Calls that saw the wall clock lower than the call before.
+pub static CLOCK_STEP_BACKS: Counter = Counter::new();
+/// Calls refused because the clock would pass the drift bound.
+pub static DRIFT_REFUSALS: Counter = Counter::new();
+/// Segment fences applied (one per key and event).
+pub static FENCES_APPLIED: Counter = Counter::new();
+/// Calls answered with any error.
+pub static ERRORS: Counter = Counter::new();

@@ -1,0 +1,42 @@
+//! The `INFO idgen` section: identity, layout, when the layout runs out, and counters.
+
+use std::ffi::c_int;
+
+use idgen_core::utc::{format_date, format_unix_ms};
+use redis_module::raw;
+
+use crate::{clock, counters, state};
+
+/// Redis calls this for `INFO`, `INFO idgen`, `INFO modules` and crash reports.
+pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+    let config = state::config();
+    let layout = &config.layout;
+    let text = |name: &str, value: &str| raw::add_info_field_str(ctx, name, value);
+    let number = |name: &str, value: u64| raw::add_info_field_unsigned_long_long(ctx, name, value);
+    // Section name NULL: the section is named after the module, `# idgen`.
+    raw::add_info_section(ctx, None);
+    number("step", config.identity.step);
+    number("offset", config.identity.offset);
+    number("id_bits", u64::from(config.id_bits));
+    number("time_bits", u64::from(layout.time_bits));
+    number("shard_bits", u64::from(layout.shard_bits));
+    number("sequence_bits", u64::from(layout.sequence_bits));
+    number("epoch_ms", layout.epoch_unix_ms);
+    text("epoch", &format_unix_ms(layout.epoch_unix_ms));
+    text("layout_runs_out", &format_date(layout.expires_unix_ms()));
+    number("snowflake_ids_per_ms", config.ids_per_ms());
+    number("default_shard", config.default_shard);
+    number("max_drift_ms", config.max_drift_ms);
+    number("segment_fence", config.segment_fence);
+    let ahead = state::with_sequence(|sequence| sequence.ahead_of_wall_ms(clock::wall_unix_ms()));
+    number("clock_ahead_ms", ahead);
+    number("snowflake_calls", counters::SNOWFLAKE_CALLS.get());
+    number("snowflake_ids_issued", counters::SNOWFLAKE_IDS.get());
+    number("segment_calls", counters::SEGMENT_CALLS.get());
+    number("segment_ids_issued", counters::SEGMENT_IDS.get());
+    number("ms_borrowed", counters::BORROWED_MS.get());
+    number("clock_step_backs", counters::CLOCK_STEP_BACKS.get());
+    number("drift_refusals", counters::DRIFT_REFUSALS.get());
+    number("fences_applied", counters::FENCES_APPLIED.get());
+    number("errors", counters::ERRORS.get());
+}

@@ -1,0 +1,219 @@
+//! Registers the commands with Redis: entry points, flags, key positions, COMMAND DOCS and
+//! ACL categories.
+
+use std::ffi::{c_int, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use redis_module::{raw, Context};
+
+use crate::command_docs::{ArgDoc, CommandDocs, KeyAccess};
+use crate::ffi::{Call, Refusal};
+use crate::{cmd_decode, cmd_segment, cmd_snowflake, counters};
+
+type Handler = fn(&Call) -> Result<(), Refusal>;
+
+/// Everything Redis needs to know about one command.
+struct CommandSpec {
+    name: &'static CStr,
+    entry: unsafe extern "C" fn(
+        *mut raw::RedisModuleCtx,
+        *mut *mut raw::RedisModuleString,
+        c_int,
+    ) -> c_int,
+    flags: &'static CStr,
+    /// `(first, last, step)` key positions; `(0, 0, 0)` for a command without keys.
+    keys: (c_int, c_int, c_int),
+    /// ACL categories, set where the server supports them (7.2+).
+    acl_categories: &'static CStr,
+    docs: CommandDocs,
+}
+
+/// Runs a handler for a Redis call: checks arity, turns refusals into error replies, and
+/// stops any panic from unwinding into Redis.
+fn dispatch(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    arity: c_int,
+    handler: Handler,
+) -> c_int {
+    // SAFETY: the arguments are exactly those Redis passed to the entry point.
+    let call = unsafe { Call::new(ctx, argv, argc) };
+    let arity_ok = if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
+    };
+    if !arity_ok {
+        counters::ERRORS.add(1);
+        call.reply_wrong_arity();
+        return raw::REDISMODULE_OK as c_int;
+    }
+    match catch_unwind(AssertUnwindSafe(|| handler(&call))) {
+        Ok(Ok(())) => {}
+        Ok(Err(refusal)) => {
+            counters::ERRORS.add(1);
+            call.reply_refusal(&refusal);
+        }
+        Err(_) => {
+            counters::ERRORS.add(1);
+            call.reply_refusal(&Refusal::new(
+                "ERR",
+                "idgen hit an internal error (a bug: please report it with the server log); \
+                 the server keeps running",
+            ));
+        }
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+macro_rules! entry_point {
+    ($name:ident, $arity:expr, $handler:path) => {
+        unsafe extern "C" fn $name(
+            ctx: *mut raw::RedisModuleCtx,
+            argv: *mut *mut raw::RedisModuleString,
+            argc: c_int,
+        ) -> c_int {
+            dispatch(ctx, argv, argc, $arity, $handler)
+        }
+    };
+}
+
+const SNOWFLAKE_NEXT_ARITY: c_int = -2;
+const SEGMENT_NEXT_ARITY: c_int = -2;
+const DECODE_ARITY: c_int = 2;
+const LAST_ARITY: c_int = 2;
+const SETLAST_ARITY: c_int = 3;
+
+entry_point!(
+    snowflake_next_entry,
+    SNOWFLAKE_NEXT_ARITY,
+    cmd_snowflake::next
+);
+entry_point!(segment_next_entry, SEGMENT_NEXT_ARITY, cmd_segment::next);
+entry_point!(decode_entry, DECODE_ARITY, cmd_decode::decode);
+entry_point!(last_entry, LAST_ARITY, cmd_snowflake::last);
+entry_point!(set_last_entry, SETLAST_ARITY, cmd_snowflake::set_last);
+
+const KEY: ArgDoc = ArgDoc::key("key");
+
+fn commands() -> [CommandSpec; 5] {
+    [
+        CommandSpec {
+            name: c"snowflake.next",
+            entry: snowflake_next_entry,
+            flags: c"write deny-oom fast",
+            keys: (1, 1, 1),
+            acl_categories: c"write fast",
+            docs: CommandDocs {
+                summary: c"Issues snowflake IDs (time | shard | sequence) that are unique across keys and instances and increase per key.",
+                complexity: c"O(N) where N is COUNT (1 without COUNT).",
+                arity: SNOWFLAKE_NEXT_ARITY,
+                key_access: Some(KeyAccess::ReadWriteUpdate),
+                args: vec![
+                    KEY,
+                    ArgDoc::optional_integer("count", c"COUNT"),
+                    ArgDoc::optional_integer("shard", c"SHARD"),
+                ],
+            },
+        },
+        CommandSpec {
+            name: c"segment.next",
+            entry: segment_next_entry,
+            flags: c"write deny-oom fast",
+            keys: (1, 1, 1),
+            acl_categories: c"write fast",
+            docs: CommandDocs {
+                summary: c"Takes the next values of this instance's step-offset class above the key's integer; with COUNT, a range [first, last, step].",
+                complexity: c"O(1).",
+                arity: SEGMENT_NEXT_ARITY,
+                key_access: Some(KeyAccess::ReadWriteUpdate),
+                args: vec![KEY, ArgDoc::optional_integer("count", c"COUNT")],
+            },
+        },
+        CommandSpec {
+            name: c"snowflake.decode",
+            entry: decode_entry,
+            flags: c"readonly fast allow-stale",
+            keys: (0, 0, 0),
+            acl_categories: c"read fast",
+            docs: CommandDocs {
+                summary: c"Splits a snowflake ID into unix time, shard, sequence and the issuing instance's offset.",
+                complexity: c"O(1).",
+                arity: DECODE_ARITY,
+                key_access: None,
+                args: vec![ArgDoc::integer("id")],
+            },
+        },
+        CommandSpec {
+            name: c"snowflake.last",
+            entry: last_entry,
+            flags: c"readonly fast",
+            keys: (1, 1, 1),
+            acl_categories: c"read fast",
+            docs: CommandDocs {
+                summary: c"Returns the last snowflake ID issued for a key, or nil.",
+                complexity: c"O(1).",
+                arity: LAST_ARITY,
+                key_access: Some(KeyAccess::ReadOnly),
+                args: vec![KEY],
+            },
+        },
+        CommandSpec {
+            name: c"snowflake.setlast",
+            entry: set_last_entry,
+            flags: c"write deny-oom fast",
+            keys: (1, 1, 1),
+            acl_categories: c"write fast",
+            docs: CommandDocs {
+                summary: c"Records a key's last snowflake ID: how SNOWFLAKE.NEXT reaches replicas and the AOF. From clients it only moves a key forward.",
+                complexity: c"O(1).",
+                arity: SETLAST_ARITY,
+                key_access: Some(KeyAccess::ReadWriteUpdate),
+                args: vec![KEY, ArgDoc::integer("id")],
+            },
+        },
+    ]
+}
+
+/// Creates every command; logs and fails on the first that cannot be created.
+pub fn register_all(ctx: &Context) -> Result<(), String> {
+    for spec in commands() {
+        let (first, last, step) = spec.keys;
+        let name = spec.name.to_string_lossy();
+        // SAFETY: ctx is the loading context; the strings are static.
+        let created = unsafe {
+            raw::RedisModule_CreateCommand.unwrap()(
+                ctx.ctx,
+                spec.name.as_ptr(),
+                Some(spec.entry),
+                spec.flags.as_ptr(),
+                first,
+                last,
+                step,
+            )
+        };
+        if created != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not create command {name}"));
+        }
+        // SAFETY: the command was just created under this name.
+        let command = unsafe { raw::RedisModule_GetCommand.unwrap()(ctx.ctx, spec.name.as_ptr()) };
+        if command.is_null() {
+            return Err(format!("could not look up command {name}"));
+        }
+        spec.docs
+            .apply(command)
+            .map_err(|e| format!("{name}: {e}"))?;
+        // ACL categories for module commands exist from Redis 7.2; on 7.0 users grant the
+        // commands by name (+snowflake.next).
+        // SAFETY: the pointer is present only where the server implements it.
+        if let Some(set_categories) = unsafe { raw::RedisModule_SetCommandACLCategories } {
+            if unsafe { set_categories(command, spec.acl_categories.as_ptr()) }
+                != raw::REDISMODULE_OK as c_int
+            {
+                ctx.log_warning(&format!("could not set ACL categories of {name}"));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,136 @@
+//! The module configs (`idgen.*`), given at load and read-only afterwards.
+//!
+//! Each is registered with Redis as an immutable numeric config, so
+//! `--loadmodule libidgen.so step 6 offset 2`, `idgen.step 6` lines in redis.conf and
+//! `CONFIG GET idgen.*` all work, and `CONFIG SET` refuses to change identity or layout on
+//! a running instance.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use idgen_core::{Config, Identity, Layout, DEFAULT_EPOCH_UNIX_MS};
+
+/// One config: its name (without the `idgen.` prefix), default, and storage.
+pub struct Setting {
+    /// The name after `idgen.`.
+    pub name: &'static str,
+    /// The value when none is given.
+    pub default: i64,
+    /// Where Redis stores it.
+    pub value: AtomicI64,
+}
+
+impl Setting {
+    const fn new(name: &'static str, default: i64) -> Self {
+        Setting {
+            name,
+            default,
+            value: AtomicI64::new(default),
+        }
+    }
+
+    fn get(&self) -> i64 {
+        self.value.load(Ordering::Relaxed)
+    }
+}
+
+/// `idgen.step`: the number of residue classes shared by the whole deployment.
+pub static STEP: Setting = Setting::new("step", 1);
+/// `idgen.offset`: this instance's residue class, in `[0, step)`.
+pub static OFFSET: Setting = Setting::new("offset", 0);
+/// `idgen.epoch`: unix ms at which snowflake time is zero.
+pub static EPOCH: Setting = Setting::new("epoch", DEFAULT_EPOCH_UNIX_MS as i64);
+/// `idgen.time-bits`.
+pub static TIME_BITS: Setting = Setting::new("time-bits", 41);
+/// `idgen.shard-bits`.
+pub static SHARD_BITS: Setting = Setting::new("shard-bits", 10);
+/// `idgen.sequence-bits`.
+pub static SEQUENCE_BITS: Setting = Setting::new("sequence-bits", 12);
+/// `idgen.id-bits`: the width the three fields must add up to (63, or 53 for JavaScript).
+pub static ID_BITS: Setting = Setting::new("id-bits", 63);
+/// `idgen.default-shard`: the shard used when a call gives no SHARD.
+pub static DEFAULT_SHARD: Setting = Setting::new("default-shard", 0);
+/// `idgen.max-drift-ms`: how far the snowflake clock may run ahead of the wall clock.
+pub static MAX_DRIFT_MS: Setting = Setting::new("max-drift-ms", 2000);
+/// `idgen.segment-fence`: values a segment counter skips once after promotion or restart.
+pub static SEGMENT_FENCE: Setting = Setting::new("segment-fence", 0);
+
+/// Every config, in the order `CONFIG GET idgen.*` users will want to read them.
+pub static ALL: [&Setting; 10] = [
+    &STEP,
+    &OFFSET,
+    &EPOCH,
+    &TIME_BITS,
+    &SHARD_BITS,
+    &SEQUENCE_BITS,
+    &ID_BITS,
+    &DEFAULT_SHARD,
+    &MAX_DRIFT_MS,
+    &SEGMENT_FENCE,
+];
+
+/// The configuration as Redis holds it, or why a value cannot be used at all.
+///
+/// Negative values and widths above 63 are caught here; the rules between values are
+/// [`Config::validate`]'s.
+pub fn current() -> Result<Config, String> {
+    let non_negative = |setting: &Setting| {
+        u64::try_from(setting.get()).map_err(|_| {
+            format!(
+                "idgen.{} is {}; it cannot be negative",
+                setting.name,
+                setting.get()
+            )
+        })
+    };
+    let width = |setting: &Setting| {
+        let value = non_negative(setting)?;
+        u32::try_from(value)
+            .ok()
+            .filter(|&bits| bits <= 63)
+            .ok_or_else(|| {
+                format!(
+                    "idgen.{} is {value}; a width is at most 63 bits",
+                    setting.name
+                )
+            })
+    };
+    Ok(Config {
+        identity: Identity {
+            step: non_negative(&STEP)?,
+            offset: non_negative(&OFFSET)?,
+        },
+        layout: Layout {
+            time_bits: width(&TIME_BITS)?,
+            shard_bits: width(&SHARD_BITS)?,
+            sequence_bits: width(&SEQUENCE_BITS)?,
+            epoch_unix_ms: non_negative(&EPOCH)?,
+        },
+        id_bits: width(&ID_BITS)?,
+        default_shard: non_negative(&DEFAULT_SHARD)?,
+        max_drift_ms: non_negative(&MAX_DRIFT_MS)?,
+        segment_fence: non_negative(&SEGMENT_FENCE)?,
+    })
+}
+
+/// Checks that module arguments are `name value` pairs of known configs, so that a typo
+/// such as `stpe 6` is refused instead of silently ignored.
+pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
+    if !args.len().is_multiple_of(2) {
+        return Err(format!(
+            "module arguments must be name/value pairs such as `step 6 offset 2`; got {} words",
+            args.len()
+        ));
+    }
+    for pair in args.chunks(2) {
+        let name = String::from_utf8_lossy(pair[0]);
+        let name = name.strip_prefix("idgen.").unwrap_or(&name);
+        if !ALL.iter().any(|setting| setting.name == name) {
+            let known: Vec<&str> = ALL.iter().map(|setting| setting.name).collect();
+            return Err(format!(
+                "unknown module argument `{name}`; known settings are: {}",
+                known.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}

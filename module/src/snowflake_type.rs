@@ -1,0 +1,122 @@
+//! The `snowflake` key type: the last ID issued for a key.
+//!
+//! A dedicated type, rather than a plain string, means every way a key can enter an
+//! instance — RDB load, a replica's full sync, RESTORE and MIGRATE, AOF replay of
+//! `SNOWFLAKE.SETLAST` — passes through this module, which raises the instance's snowflake
+//! floor so nothing at or before a loaded key's last millisecond is issued again.
+
+use std::ffi::{c_int, c_void};
+
+use redis_module::{native_types::RedisType, raw};
+
+use crate::{clock, state};
+
+/// What a snowflake key holds.
+#[derive(Debug, Clone, Copy)]
+pub struct SnowflakeKey {
+    /// The last (largest) ID issued for the key.
+    pub last_id: u64,
+}
+
+/// Encoding version of the RDB form (one unsigned integer).
+const ENCODING_VERSION: i32 = 0;
+
+/// The registered type; `TYPE key` answers `snowflake`.
+pub static SNOWFLAKE_TYPE: RedisType = RedisType::new(
+    "snowflake",
+    ENCODING_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        mem_usage: Some(mem_usage),
+        digest: Some(digest),
+        free: Some(free),
+        aux_load: None,
+        aux_save: None,
+        aux_save_triggers: 0,
+        free_effort: None,
+        unlink: None,
+        copy: Some(copy),
+        defrag: None,
+        mem_usage2: None,
+        free_effort2: None,
+        unlink2: None,
+        copy2: None,
+        aux_save2: None,
+    },
+);
+
+/// The raw type handle, for type checks and new values.
+pub fn raw_type() -> *mut raw::RedisModuleType {
+    *SNOWFLAKE_TYPE.raw_type.borrow()
+}
+
+/// Makes sure nothing at or before `last_id`'s millisecond is issued again by this
+/// instance, unless that millisecond is implausibly far in the future (then the key alone
+/// is affected: its next ID must still be above it, which the drift bound may refuse).
+pub fn raise_floor_for(last_id: u64) -> bool {
+    let config = state::config();
+    let time_ms = config.layout.time_of(last_id);
+    let wall_ms = clock::wall_unix_ms().saturating_sub(config.layout.epoch_unix_ms);
+    if time_ms > wall_ms.saturating_add(config.max_drift_ms) {
+        return false;
+    }
+    state::with_sequence(|sequence| sequence.raise_floor(time_ms));
+    true
+}
+
+unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    if encver != ENCODING_VERSION {
+        return std::ptr::null_mut();
+    }
+    let Ok(last_id) = raw::load_unsigned(rdb) else {
+        return std::ptr::null_mut();
+    };
+    raise_floor_for(last_id);
+    Box::into_raw(Box::new(SnowflakeKey { last_id })).cast()
+}
+
+unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    let key = &*value.cast::<SnowflakeKey>();
+    raw::save_unsigned(rdb, key.last_id);
+}
+
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    let last_id = (*value.cast::<SnowflakeKey>()).last_id;
+    raw::RedisModule_EmitAOF.unwrap()(
+        aof,
+        c"SNOWFLAKE.SETLAST".as_ptr(),
+        c"sl".as_ptr(),
+        key,
+        last_id as std::ffi::c_longlong,
+    );
+}
+
+unsafe extern "C" fn mem_usage(_value: *const c_void) -> usize {
+    std::mem::size_of::<SnowflakeKey>()
+}
+
+unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    let last_id = (*value.cast::<SnowflakeKey>()).last_id;
+    raw::RedisModule_DigestAddLongLong.unwrap()(md, last_id as std::ffi::c_longlong);
+    raw::RedisModule_DigestEndSequence.unwrap()(md);
+}
+
+unsafe extern "C" fn free(value: *mut c_void) {
+    drop(Box::from_raw(value.cast::<SnowflakeKey>()));
+}
+
+unsafe extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    let key = *value.cast::<SnowflakeKey>();
+    Box::into_raw(Box::new(key)).cast()
+}
