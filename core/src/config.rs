@@ -183,63 +183,56 @@ mod tests {
         assert_eq!(Config::default().ids_per_ms(), 4096);
     }
 
+    /// The reason `validate` gives for the default config changed by `edit`.
+    fn refusal(edit: impl FnOnce(&mut Config)) -> String {
+        let mut config = Config::default();
+        edit(&mut config);
+        check(config).unwrap_err().0
+    }
+
     #[test]
     fn each_rule_is_enforced_with_its_reason() {
-        let mut c = Config::default();
-        c.identity = Identity { step: 6, offset: 6 };
-        assert!(check(c)
-            .unwrap_err()
-            .0
-            .contains("offset 6 is not below step 6"));
-
-        let mut c = Config::default();
-        c.identity.step = 0;
-        assert!(check(c).unwrap_err().0.contains("step is 0"));
-
-        let mut c = Config::default();
-        c.layout.shard_bits = 11;
-        assert!(check(c).unwrap_err().0.contains("= 64, but IDs have 63"));
-
-        let mut c = Config::default();
-        c.identity = Identity {
-            step: 4097,
-            offset: 0,
-        };
-        assert!(check(c).unwrap_err().0.contains("larger than the 4096"));
-
-        let mut c = Config::default();
-        c.layout.epoch_unix_ms = NOW + 1;
-        assert!(check(c).unwrap_err().0.contains("in the future"));
-
+        let offset = refusal(|c| c.identity = Identity { step: 6, offset: 6 });
+        assert!(offset.contains("offset 6 is not below step 6"), "{offset}");
+        assert!(refusal(|c| c.identity.step = 0).contains("step is 0"));
+        assert!(refusal(|c| c.layout.shard_bits = 11).contains("= 64, but IDs have 63"));
+        let step = refusal(|c| {
+            c.identity = Identity {
+                step: 4097,
+                offset: 0,
+            }
+        });
+        assert!(step.contains("larger than the 4096"), "{step}");
+        assert!(refusal(|c| c.layout.epoch_unix_ms = NOW + 1).contains("in the future"));
         // 35 bits of ms is about 397 days: from an epoch 60 days ago, it ends within a year.
-        let mut c = Config::default();
-        c.layout = Layout {
-            time_bits: 35,
-            shard_bits: 16,
-            sequence_bits: 12,
-            epoch_unix_ms: NOW - 60 * 86_400_000,
-        };
-        assert!(check(c).unwrap_err().0.contains("less than a year"));
-
-        let mut c = Config::default();
-        c.default_shard = 1024;
-        assert!(check(c).unwrap_err().0.contains("default-shard 1024"));
-
-        let mut c = Config::default();
-        c.max_drift_ms = 0;
-        assert!(check(c).unwrap_err().0.contains("max-drift-ms is 0"));
-
-        let mut c = Config::default();
-        c.layout.time_bits = 0;
-        c.layout.shard_bits = 51;
-        assert!(check(c).unwrap_err().0.contains("at least 1"));
+        let short = refusal(|c| {
+            c.layout = Layout {
+                time_bits: 35,
+                shard_bits: 16,
+                sequence_bits: 12,
+                epoch_unix_ms: NOW - 60 * 86_400_000,
+            }
+        });
+        assert!(short.contains("less than a year"), "{short}");
+        assert!(refusal(|c| c.default_shard = 1024).contains("default-shard 1024"));
+        assert!(refusal(|c| c.max_drift_ms = 0).contains("max-drift-ms is 0"));
+        let zero_time = refusal(|c| {
+            c.layout.time_bits = 0;
+            c.layout.shard_bits = 51;
+        });
+        assert!(zero_time.contains("at least 1"), "{zero_time}");
     }
 
     #[test]
     fn javascript_layout_is_valid_at_53_bits() {
-        let mut c = Config::default();
-        c.layout.shard_bits = 2;
-        c.layout.sequence_bits = 10;
+        let mut c = Config {
+            layout: Layout {
+                shard_bits: 2,
+                sequence_bits: 10,
+                ..Layout::default()
+            },
+            ..Config::default()
+        };
         assert!(c.validate(NOW).is_err());
         c.id_bits = 53;
         assert_eq!(c.validate(NOW), Ok(()));
@@ -247,8 +240,10 @@ mod tests {
 
     #[test]
     fn ids_per_ms_counts_the_residue_class() {
-        let mut c = Config::default();
-        c.identity = Identity { step: 6, offset: 0 };
+        let mut c = Config {
+            identity: Identity { step: 6, offset: 0 },
+            ..Config::default()
+        };
         assert_eq!(c.ids_per_ms(), 683); // 0, 6, …, 4092
         c.identity.offset = 5;
         assert_eq!(c.ids_per_ms(), 682); // 5, 11, …, 4091

@@ -5,8 +5,10 @@ use idgen_core::{Config, IdError, Identity, Layout, Request, SnowflakeSequence};
 const T0: u64 = 1_790_000_000_000;
 
 fn sequence(step: u64, offset: u64) -> SnowflakeSequence {
-    let mut config = Config::default();
-    config.identity = Identity { step, offset };
+    let config = Config {
+        identity: Identity { step, offset },
+        ..Config::default()
+    };
     config.validate(T0).unwrap();
     SnowflakeSequence::new(config)
 }
