@@ -1,1 +1,15 @@
+//! Starts real `redis-server` processes with the idgen module for the integration tests,
+//! and stops them (by pid) when they go out of scope.
+//!
+//! ```no_run
+//! let server = idgen_tests::Server::start(&["step", "3", "offset", "1"]);
+//! let mut conn = server.conn();
+//! let id: i64 = redis::cmd("SNOWFLAKE.NEXT").arg("orders").query(&mut conn).unwrap();
+//! ```
+#![deny(missing_docs)]
 
+mod server;
+mod values;
+
+pub use server::{module_path, LoadFailure, Server, ServerOptions};
+pub use values::{assert_strictly_increasing, assert_unique, digest, info_field};

@@ -1,0 +1,250 @@
+//! One `redis-server` process with the module loaded, on a loopback port, in its own
+//! temporary directory.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a server may take to answer PING after it is started.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The module library the tests load: `$IDGEN_MODULE`, or the workspace build of the same
+/// profile as the tests.
+pub fn module_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("IDGEN_MODULE") {
+        return PathBuf::from(path);
+    }
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let path = target.join(profile).join("libidgen.so");
+    assert!(
+        path.exists(),
+        "{} does not exist: build the module first with `cargo build -p idgen-module{}` \
+         (scripts/test.sh does this)",
+        path.display(),
+        if profile == "release" { " --release" } else { "" }
+    );
+    path
+}
+
+/// What to start a server with.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    /// Arguments after the module path: `step 3 offset 1 ...`.
+    pub module_args: Vec<String>,
+    /// Further redis-server arguments, e.g. `--appendonly yes`.
+    pub server_args: Vec<String>,
+}
+
+impl ServerOptions {
+    /// Options with these module arguments and no extra server arguments.
+    pub fn module(args: &[&str]) -> Self {
+        ServerOptions {
+            module_args: args.iter().map(|s| s.to_string()).collect(),
+            server_args: Vec::new(),
+        }
+    }
+
+    /// Adds redis-server arguments (`"--appendonly", "yes"`).
+    pub fn server_args(mut self, args: &[&str]) -> Self {
+        self.server_args.extend(args.iter().map(|s| s.to_string()));
+        self
+    }
+}
+
+/// A server that exited before it answered: why, from its log.
+#[derive(Debug)]
+pub struct LoadFailure {
+    /// The server's log.
+    pub log: String,
+    /// How the process ended.
+    pub status: Option<ExitStatus>,
+}
+
+/// A running redis-server, killed (by pid) and its directory removed when dropped.
+pub struct Server {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+    options: ServerOptions,
+}
+
+impl Server {
+    /// Starts a server with the module and these module arguments; panics with the server
+    /// log if it does not come up.
+    pub fn start(module_args: &[&str]) -> Server {
+        Server::start_with(ServerOptions::module(module_args))
+            .unwrap_or_else(|failure| panic!("redis-server did not start:\n{}", failure.log))
+    }
+
+    /// Starts a server; returns its log if it exits before answering.
+    pub fn start_with(options: ServerOptions) -> Result<Server, LoadFailure> {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("idgen-test-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create the server directory");
+        let mut server = Server {
+            child: None,
+            port,
+            dir,
+            options,
+        };
+        server.launch()?;
+        Ok(server)
+    }
+
+    fn launch(&mut self) -> Result<(), LoadFailure> {
+        let redis_server =
+            std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string());
+        let mut command = Command::new(redis_server);
+        command
+            .arg("--port")
+            .arg(self.port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--enable-debug-command", "yes", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--logfile")
+            .arg(self.log_path())
+            .args(&self.options.server_args)
+            .arg("--loadmodule")
+            .arg(module_path())
+            .args(&self.options.module_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = command.spawn().expect("spawn redis-server (is it installed?)");
+        self.child = Some(child);
+        self.wait_until_ready()
+    }
+
+    fn wait_until_ready(&mut self) -> Result<(), LoadFailure> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let child = self.child.as_mut().expect("a launched server");
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Err(LoadFailure {
+                    log: self.log(),
+                    status: Some(status),
+                });
+            }
+            if let Ok(mut conn) = self.try_conn() {
+                let pong: redis::RedisResult<String> = redis::cmd("PING").query(&mut conn);
+                if pong.is_ok() {
+                    return Ok(());
+                }
+            }
+            if Instant::now() > deadline {
+                self.kill();
+                return Err(LoadFailure {
+                    log: self.log(),
+                    status: None,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The server's TCP port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:port/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The server's working directory (RDB and AOF files live here).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The operating-system pid of the running server.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    fn try_conn(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(self.url())?.get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    /// A new connection; panics if the server does not accept it.
+    pub fn conn(&self) -> redis::Connection {
+        self.try_conn().expect("connect to the test server")
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("redis.log")
+    }
+
+    /// Everything the server has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// Kills the process at once (SIGKILL), as a crash would; data not yet on disk is lost.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stops the process with SIGTERM and waits, so it shuts down as configured (saving
+    /// an RDB if `save` is set, flushing the AOF).
+    pub fn terminate(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: signalling a child process we own by its pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the stopped server again on the same port and directory, with its options
+    /// plus `extra_server_args`.
+    pub fn start_again(&mut self, extra_server_args: &[&str]) -> Result<(), LoadFailure> {
+        assert!(self.child.is_none(), "stop the server before starting it again");
+        self.options
+            .server_args
+            .extend(extra_server_args.iter().map(|s| s.to_string()));
+        self.launch()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A loopback port that is free now, and whose cluster bus port (+10000) is free too.
+///
+/// Ports come from a per-process range so that test binaries running side by side rarely
+/// try the same one; each is checked by binding it.
+fn free_port() -> u16 {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = 20_000 + (std::process::id() % 150) * 100;
+    loop {
+        let candidate = base + NEXT.fetch_add(1, Ordering::Relaxed) % 10_000;
+        let Ok(port) = u16::try_from(candidate) else {
+            continue;
+        };
+        if port > 55_000 {
+            continue;
+        }
+        let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
+        if free(port) && free(port + 10_000) {
+            return port;
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Assertions and probes the tests share.
+
+use std::collections::HashSet;
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// Panics, naming the first repeated value, unless every value is distinct.
+pub fn assert_unique<T: Eq + Hash + Debug + Copy>(values: impl IntoIterator<Item = T>) -> usize {
+    let mut seen = HashSet::new();
+    for value in values {
+        assert!(seen.insert(value), "duplicate value {value:?}");
+    }
+    seen.len()
+}
+
+/// Panics, naming the first offending pair, unless each value is above the one before.
+pub fn assert_strictly_increasing<T: Ord + Debug>(values: &[T]) {
+    if let Some(pair) = values.windows(2).find(|pair| pair[0] >= pair[1]) {
+        panic!("not increasing: {:?} then {:?}", pair[0], pair[1]);
+    }
+}
+
+/// `DEBUG DIGEST` of the whole dataset.
+pub fn digest(conn: &mut redis::Connection) -> String {
+    redis::cmd("DEBUG").arg("DIGEST").query(conn).expect("DEBUG DIGEST")
+}
+
+/// One field of `INFO idgen` (without the `idgen_` prefix), as text.
+pub fn info_field(conn: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("idgen").query(conn).expect("INFO idgen");
+    let prefix = format!("idgen_{field}:");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("INFO idgen has no field {field}:\n{info}"))
+        .trim()
+        .to_string()
+}

@@ -1,0 +1,264 @@
+//! Every command's reply shape, and the module behaving as a Redis citizen: configs, COMMAND
+//! DOCS, key specs, INFO, key type, DUMP/RESTORE, COPY, keyspace notifications.
+
+use idgen_core::{Layout, DEFAULT_EPOCH_UNIX_MS};
+use idgen_tests::{assert_strictly_increasing, assert_unique, info_field, Server};
+use redis::{cmd, Value};
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[test]
+fn snowflake_next_replies_an_integer_or_an_array_of_increasing_ids() {
+    let server = Server::start(&["step", "6", "offset", "2"]);
+    let mut conn = server.conn();
+    let before = now_ms();
+    let one: i64 = cmd("SNOWFLAKE.NEXT").arg("orders").query(&mut conn).unwrap();
+    let batch: Vec<i64> = cmd("SNOWFLAKE.NEXT")
+        .arg("orders")
+        .arg("COUNT")
+        .arg(5000)
+        .query(&mut conn)
+        .unwrap();
+    let after = now_ms();
+    assert_eq!(batch.len(), 5000);
+    let mut all = vec![one];
+    all.extend(&batch);
+    assert_strictly_increasing(&all);
+    let layout = Layout::default();
+    for id in &all {
+        let parts = layout.decode(*id, 6).unwrap();
+        assert_eq!(parts.offset, 2, "every ID carries this instance's offset");
+        assert_eq!(parts.shard, 0);
+        // 5000 IDs at 683 per ms may borrow up to 8 ms ahead.
+        assert!(parts.unix_ms >= before && parts.unix_ms <= after + 10, "{parts:?}");
+    }
+    // COUNT 1 is still an array: the shape depends on the option, not on the count.
+    let single: Value = cmd("SNOWFLAKE.NEXT")
+        .arg("orders")
+        .arg("COUNT")
+        .arg(1)
+        .query(&mut conn)
+        .unwrap();
+    assert!(matches!(single, Value::Array(ref items) if items.len() == 1), "{single:?}");
+}
+
+#[test]
+fn snowflake_ids_are_unique_across_keys_and_keep_the_shard() {
+    let server = Server::start(&["default-shard", "7"]);
+    let mut conn = server.conn();
+    let mut all = Vec::new();
+    for round in 0..200 {
+        for key in ["a", "b", "c"] {
+            let id: i64 = cmd("SNOWFLAKE.NEXT").arg(key).query(&mut conn).unwrap();
+            all.push(id);
+            let sharded: i64 = cmd("SNOWFLAKE.NEXT")
+                .arg(key)
+                .arg("SHARD")
+                .arg(round % 1024)
+                .query(&mut conn)
+                .unwrap();
+            all.push(sharded);
+            assert_eq!(Layout::default().decode(sharded, 1).unwrap().shard, round % 1024);
+        }
+    }
+    assert_eq!(Layout::default().decode(all[0], 1).unwrap().shard, 7);
+    assert_unique(all);
+}
+
+#[test]
+fn segment_next_continues_above_the_key_in_the_offset_class() {
+    let server = Server::start(&["step", "6", "offset", "2"]);
+    let mut conn = server.conn();
+    let first: i64 = cmd("SEGMENT.NEXT").arg("invoice").query(&mut conn).unwrap();
+    assert_eq!(first, 2);
+    let range: Vec<i64> = cmd("SEGMENT.NEXT")
+        .arg("invoice")
+        .arg("COUNT")
+        .arg(1000)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(range, vec![8, 8 + 999 * 6, 6]);
+    let stored: i64 = cmd("GET").arg("invoice").query(&mut conn).unwrap();
+    assert_eq!(stored, 8 + 999 * 6, "the key holds the high-water mark");
+
+    // An operator's seed, such as a database's max id, is continued above.
+    let _: () = cmd("SET").arg("seeded").arg(5_000_000).query(&mut conn).unwrap();
+    let next: i64 = cmd("SEGMENT.NEXT").arg("seeded").query(&mut conn).unwrap();
+    // 5,000,000 is itself ≡ 2 (mod 6), so it counts as handed out: next is 5,000,006.
+    assert_eq!(next, 5_000_006);
+    let _: () = cmd("SET").arg("seeded").arg(5_000_001).query(&mut conn).unwrap();
+    let next: i64 = cmd("SEGMENT.NEXT").arg("seeded").query(&mut conn).unwrap();
+    assert_eq!(next, 5_000_006);
+}
+
+#[test]
+fn decode_gives_time_shard_sequence_and_offset() {
+    let server = Server::start(&["step", "4", "offset", "3"]);
+    let mut conn = server.conn();
+    let id: i64 = cmd("SNOWFLAKE.NEXT")
+        .arg("k")
+        .arg("SHARD")
+        .arg(9)
+        .query(&mut conn)
+        .unwrap();
+    let parts: Vec<Value> = cmd("SNOWFLAKE.DECODE").arg(id).query(&mut conn).unwrap();
+    let fields: Vec<String> = parts
+        .iter()
+        .step_by(2)
+        .map(|v| redis::from_redis_value(v).unwrap())
+        .collect();
+    assert_eq!(fields, ["unix_ms", "utc", "time_ms", "shard", "sequence", "offset"]);
+    let value = |i: usize| -> i64 { redis::from_redis_value(&parts[2 * i + 1]).unwrap() };
+    let expected = Layout::default().decode(id, 4).unwrap();
+    assert_eq!(value(0) as u64, expected.unix_ms);
+    assert_eq!(value(2) as u64, expected.unix_ms - DEFAULT_EPOCH_UNIX_MS);
+    assert_eq!(value(3), 9);
+    assert_eq!(value(4) as u64, expected.sequence);
+    assert_eq!(value(5), 3);
+    let utc: String = redis::from_redis_value(&parts[3]).unwrap();
+    assert_eq!(utc, idgen_core::utc::format_unix_ms(expected.unix_ms));
+}
+
+#[test]
+fn last_and_setlast_read_and_move_a_key_forward() {
+    let server = Server::start(&[]);
+    let mut conn = server.conn();
+    let none: Option<i64> = cmd("SNOWFLAKE.LAST").arg("k").query(&mut conn).unwrap();
+    assert_eq!(none, None);
+    let id: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
+    let last: i64 = cmd("SNOWFLAKE.LAST").arg("k").query(&mut conn).unwrap();
+    assert_eq!(last, id);
+    let backwards: redis::RedisResult<()> =
+        cmd("SNOWFLAKE.SETLAST").arg("k").arg(id - 1).query(&mut conn);
+    assert!(backwards.unwrap_err().to_string().contains("only moves a key forward"));
+    let _: () = cmd("SNOWFLAKE.SETLAST").arg("k").arg(id + 1000).query(&mut conn).unwrap();
+    let next: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
+    assert!(next > id + 1000);
+    let type_name: String = cmd("TYPE").arg("k").query(&mut conn).unwrap();
+    assert_eq!(type_name, "snowflake");
+}
+
+#[test]
+fn configs_are_visible_and_cannot_change_at_runtime() {
+    let server = Server::start(&["step", "6", "offset", "5", "max-drift-ms", "500"]);
+    let mut conn = server.conn();
+    let configs: Vec<String> = cmd("CONFIG").arg("GET").arg("idgen.*").query(&mut conn).unwrap();
+    let pairs: std::collections::HashMap<_, _> = configs
+        .chunks(2)
+        .map(|pair| (pair[0].clone(), pair[1].clone()))
+        .collect();
+    assert_eq!(pairs["idgen.step"], "6");
+    assert_eq!(pairs["idgen.offset"], "5");
+    assert_eq!(pairs["idgen.max-drift-ms"], "500");
+    assert_eq!(pairs["idgen.time-bits"], "41");
+    assert_eq!(pairs.len(), 10, "{pairs:?}");
+    let refused: redis::RedisResult<()> =
+        cmd("CONFIG").arg("SET").arg("idgen.offset").arg(1).query(&mut conn);
+    assert!(refused.is_err());
+    assert_eq!(info_field(&mut conn, "offset"), "5");
+}
+
+#[test]
+fn info_section_shows_identity_layout_and_counters() {
+    let server = Server::start(&["step", "3", "offset", "1"]);
+    let mut conn = server.conn();
+    let _: Vec<i64> = cmd("SNOWFLAKE.NEXT").arg("k").arg("COUNT").arg(10).query(&mut conn).unwrap();
+    let _: Vec<i64> = cmd("SEGMENT.NEXT").arg("s").arg("COUNT").arg(7).query(&mut conn).unwrap();
+    let _: redis::RedisResult<()> = cmd("SEGMENT.NEXT").arg("k").query(&mut conn);
+    assert_eq!(info_field(&mut conn, "step"), "3");
+    assert_eq!(info_field(&mut conn, "offset"), "1");
+    assert_eq!(info_field(&mut conn, "layout_runs_out"), "2093-09-06");
+    assert_eq!(info_field(&mut conn, "snowflake_ids_per_ms"), "1365");
+    assert_eq!(info_field(&mut conn, "snowflake_ids_issued"), "10");
+    assert_eq!(info_field(&mut conn, "segment_ids_issued"), "7");
+    assert_eq!(info_field(&mut conn, "errors"), "1");
+}
+
+#[test]
+fn command_docs_and_key_specs_describe_the_commands() {
+    let server = Server::start(&[]);
+    let mut conn = server.conn();
+    let keys: Vec<String> = cmd("COMMAND")
+        .arg("GETKEYS")
+        .arg("SNOWFLAKE.NEXT")
+        .arg("orders")
+        .arg("COUNT")
+        .arg(5)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(keys, ["orders"]);
+    let keys: Vec<String> = cmd("COMMAND")
+        .arg("GETKEYS")
+        .arg("SEGMENT.NEXT")
+        .arg("invoice")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(keys, ["invoice"]);
+    for name in ["snowflake.next", "segment.next", "snowflake.decode"] {
+        let docs: Value = cmd("COMMAND").arg("DOCS").arg(name).query(&mut conn).unwrap();
+        let text = format!("{docs:?}");
+        assert!(text.contains("summary") && text.contains("complexity"), "{name}: {text}");
+    }
+    let info: Value = cmd("COMMAND").arg("INFO").arg("snowflake.next").query(&mut conn).unwrap();
+    let text = format!("{info:?}");
+    assert!(text.contains("write") && text.contains("denyoom") && text.contains("fast"));
+    // Arity is enforced by the server for a wrong count.
+    let short: redis::RedisResult<()> = cmd("SNOWFLAKE.DECODE").query(&mut conn);
+    assert!(short.unwrap_err().to_string().contains("wrong number of arguments"));
+}
+
+#[test]
+fn dump_restore_and_copy_keep_the_last_id_and_ids_continue_above_it() {
+    let server = Server::start(&[]);
+    let mut conn = server.conn();
+    let id: i64 = cmd("SNOWFLAKE.NEXT").arg("src").query(&mut conn).unwrap();
+    let dumped: Vec<u8> = cmd("DUMP").arg("src").query(&mut conn).unwrap();
+    let other = Server::start(&["step", "2", "offset", "1"]);
+    let mut other_conn = other.conn();
+    let _: () = cmd("RESTORE").arg("src").arg(0).arg(dumped).query(&mut other_conn).unwrap();
+    let restored: i64 = cmd("SNOWFLAKE.LAST").arg("src").query(&mut other_conn).unwrap();
+    assert_eq!(restored, id);
+    let next: i64 = cmd("SNOWFLAKE.NEXT").arg("src").query(&mut other_conn).unwrap();
+    assert!(next > id);
+    let _: i64 = cmd("COPY").arg("src").arg("dst").query(&mut conn).unwrap();
+    let copied: i64 = cmd("SNOWFLAKE.LAST").arg("dst").query(&mut conn).unwrap();
+    assert_eq!(copied, id);
+}
+
+#[test]
+fn keyspace_notifications_name_the_event() {
+    let server = Server::start(&[]);
+    let mut conn = server.conn();
+    let _: () = cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("KEA")
+        .query(&mut conn)
+        .unwrap();
+    let mut listener = server.conn();
+    let mut pubsub = listener.as_pubsub();
+    pubsub.psubscribe("__keyevent@0__:*").unwrap();
+    pubsub
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let _: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
+    let _: i64 = cmd("SEGMENT.NEXT").arg("s").query(&mut conn).unwrap();
+    let mut events = Vec::new();
+    for _ in 0..2 {
+        let message = pubsub.get_message().unwrap();
+        let key: String = message.get_payload().unwrap();
+        events.push((message.get_channel_name().to_string(), key));
+    }
+    assert_eq!(
+        events,
+        [
+            ("__keyevent@0__:snowflake.next".to_string(), "k".to_string()),
+            ("__keyevent@0__:segment.next".to_string(), "s".to_string())
+        ]
+    );
+}
