@@ -24,7 +24,8 @@ use redis_module::{raw, redis_module, Context, RedisString, Status};
 
 use snowflake_type::SNOWFLAKE_TYPE;
 
-/// Runs after Redis has applied the configs: checks them, then registers the commands.
+/// Runs after Redis has applied config-file values: applies the module arguments, checks
+/// the result, then registers the commands.
 fn on_load(ctx: &Context, args: &[RedisString]) -> Status {
     match load(ctx, args) {
         Ok(()) => Status::Ok,
@@ -37,7 +38,7 @@ fn on_load(ctx: &Context, args: &[RedisString]) -> Status {
 
 fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     let words: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
-    settings::check_module_args(&words)?;
+    settings::apply_module_args(&words)?;
     let config = settings::current()?;
     config
         .validate(clock::wall_unix_ms())
@@ -80,6 +81,7 @@ redis_module! {
         string: [],
         bool: [],
         enum: [],
-        module_args_as_configuration: true,
+        // Module arguments are applied by `on_load`, which names the setting in every error.
+        module_args_as_configuration: false,
     ]
 }

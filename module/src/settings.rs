@@ -112,25 +112,38 @@ pub fn current() -> Result<Config, String> {
     })
 }
 
-/// Checks that module arguments are `name value` pairs of known configs, so that a typo
-/// such as `stpe 6` is refused instead of silently ignored.
-pub fn check_module_args(args: &[&[u8]]) -> Result<(), String> {
+/// Applies module arguments (`step 6 offset 2`) on top of the values Redis loaded from its
+/// config file. Refuses anything but `name value` pairs of known settings with integer
+/// values, so a typo such as `stpe 6` stops the load instead of being ignored.
+pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
     if !args.len().is_multiple_of(2) {
         return Err(format!(
             "module arguments must be name/value pairs such as `step 6 offset 2`; got {} words",
             args.len()
         ));
     }
+    let mut values = Vec::with_capacity(args.len() / 2);
     for pair in args.chunks(2) {
         let name = String::from_utf8_lossy(pair[0]);
         let name = name.strip_prefix("idgen.").unwrap_or(&name);
-        if !ALL.iter().any(|setting| setting.name == name) {
+        let Some(setting) = ALL.iter().find(|setting| setting.name == name) else {
             let known: Vec<&str> = ALL.iter().map(|setting| setting.name).collect();
             return Err(format!(
                 "unknown module argument `{name}`; known settings are: {}",
                 known.join(", ")
             ));
-        }
+        };
+        let value = idgen_core::parse_redis_integer(pair[1]).ok_or_else(|| {
+            format!(
+                "{name} must be an integer, got `{}`",
+                String::from_utf8_lossy(pair[1])
+            )
+        })?;
+        values.push((setting, value));
+    }
+    // Only once every argument is known good, so a refused load changes nothing.
+    for (setting, value) in values {
+        setting.value.store(value, Ordering::Relaxed);
     }
     Ok(())
 }

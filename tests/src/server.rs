@@ -30,7 +30,11 @@ pub fn module_path() -> PathBuf {
         "{} does not exist: build the module first with `cargo build -p idgen-module{}` \
          (scripts/test.sh does this)",
         path.display(),
-        if profile == "release" { " --release" } else { "" }
+        if profile == "release" {
+            " --release"
+        } else {
+            ""
+        }
     );
     path
 }
@@ -120,7 +124,9 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        let child = command.spawn().expect("spawn redis-server (is it installed?)");
+        let child = command
+            .spawn()
+            .expect("spawn redis-server (is it installed?)");
         self.child = Some(child);
         self.wait_until_ready()
     }
@@ -212,7 +218,10 @@ impl Server {
     /// Starts the stopped server again on the same port and directory, with its options
     /// plus `extra_server_args`.
     pub fn start_again(&mut self, extra_server_args: &[&str]) -> Result<(), LoadFailure> {
-        assert!(self.child.is_none(), "stop the server before starting it again");
+        assert!(
+            self.child.is_none(),
+            "stop the server before starting it again"
+        );
         self.options
             .server_args
             .extend(extra_server_args.iter().map(|s| s.to_string()));

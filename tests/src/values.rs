@@ -22,12 +22,18 @@ pub fn assert_strictly_increasing<T: Ord + Debug>(values: &[T]) {
 
 /// `DEBUG DIGEST` of the whole dataset.
 pub fn digest(conn: &mut redis::Connection) -> String {
-    redis::cmd("DEBUG").arg("DIGEST").query(conn).expect("DEBUG DIGEST")
+    redis::cmd("DEBUG")
+        .arg("DIGEST")
+        .query(conn)
+        .expect("DEBUG DIGEST")
 }
 
 /// One field of `INFO idgen` (without the `idgen_` prefix), as text.
 pub fn info_field(conn: &mut redis::Connection, field: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("idgen").query(conn).expect("INFO idgen");
+    let info: String = redis::cmd("INFO")
+        .arg("idgen")
+        .query(conn)
+        .expect("INFO idgen");
     let prefix = format!("idgen_{field}:");
     info.lines()
         .find_map(|line| line.strip_prefix(&prefix))

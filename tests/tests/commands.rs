@@ -17,7 +17,10 @@ fn snowflake_next_replies_an_integer_or_an_array_of_increasing_ids() {
     let server = Server::start(&["step", "6", "offset", "2"]);
     let mut conn = server.conn();
     let before = now_ms();
-    let one: i64 = cmd("SNOWFLAKE.NEXT").arg("orders").query(&mut conn).unwrap();
+    let one: i64 = cmd("SNOWFLAKE.NEXT")
+        .arg("orders")
+        .query(&mut conn)
+        .unwrap();
     let batch: Vec<i64> = cmd("SNOWFLAKE.NEXT")
         .arg("orders")
         .arg("COUNT")
@@ -35,7 +38,10 @@ fn snowflake_next_replies_an_integer_or_an_array_of_increasing_ids() {
         assert_eq!(parts.offset, 2, "every ID carries this instance's offset");
         assert_eq!(parts.shard, 0);
         // 5000 IDs at 683 per ms may borrow up to 8 ms ahead.
-        assert!(parts.unix_ms >= before && parts.unix_ms <= after + 10, "{parts:?}");
+        assert!(
+            parts.unix_ms >= before && parts.unix_ms <= after + 10,
+            "{parts:?}"
+        );
     }
     // COUNT 1 is still an array: the shape depends on the option, not on the count.
     let single: Value = cmd("SNOWFLAKE.NEXT")
@@ -44,7 +50,10 @@ fn snowflake_next_replies_an_integer_or_an_array_of_increasing_ids() {
         .arg(1)
         .query(&mut conn)
         .unwrap();
-    assert!(matches!(single, Value::Array(ref items) if items.len() == 1), "{single:?}");
+    assert!(
+        matches!(single, Value::Array(ref items) if items.len() == 1),
+        "{single:?}"
+    );
 }
 
 #[test]
@@ -63,7 +72,10 @@ fn snowflake_ids_are_unique_across_keys_and_keep_the_shard() {
                 .query(&mut conn)
                 .unwrap();
             all.push(sharded);
-            assert_eq!(Layout::default().decode(sharded, 1).unwrap().shard, round % 1024);
+            assert_eq!(
+                Layout::default().decode(sharded, 1).unwrap().shard,
+                round % 1024
+            );
         }
     }
     assert_eq!(Layout::default().decode(all[0], 1).unwrap().shard, 7);
@@ -87,11 +99,19 @@ fn segment_next_continues_above_the_key_in_the_offset_class() {
     assert_eq!(stored, 8 + 999 * 6, "the key holds the high-water mark");
 
     // An operator's seed, such as a database's max id, is continued above.
-    let _: () = cmd("SET").arg("seeded").arg(5_000_000).query(&mut conn).unwrap();
+    let _: () = cmd("SET")
+        .arg("seeded")
+        .arg(5_000_000)
+        .query(&mut conn)
+        .unwrap();
     let next: i64 = cmd("SEGMENT.NEXT").arg("seeded").query(&mut conn).unwrap();
     // 5,000,000 is itself ≡ 2 (mod 6), so it counts as handed out: next is 5,000,006.
     assert_eq!(next, 5_000_006);
-    let _: () = cmd("SET").arg("seeded").arg(5_000_001).query(&mut conn).unwrap();
+    let _: () = cmd("SET")
+        .arg("seeded")
+        .arg(5_000_001)
+        .query(&mut conn)
+        .unwrap();
     let next: i64 = cmd("SEGMENT.NEXT").arg("seeded").query(&mut conn).unwrap();
     assert_eq!(next, 5_000_006);
 }
@@ -112,7 +132,10 @@ fn decode_gives_time_shard_sequence_and_offset() {
         .step_by(2)
         .map(|v| redis::from_redis_value(v).unwrap())
         .collect();
-    assert_eq!(fields, ["unix_ms", "utc", "time_ms", "shard", "sequence", "offset"]);
+    assert_eq!(
+        fields,
+        ["unix_ms", "utc", "time_ms", "shard", "sequence", "offset"]
+    );
     let value = |i: usize| -> i64 { redis::from_redis_value(&parts[2 * i + 1]).unwrap() };
     let expected = Layout::default().decode(id, 4).unwrap();
     assert_eq!(value(0) as u64, expected.unix_ms);
@@ -133,10 +156,19 @@ fn last_and_setlast_read_and_move_a_key_forward() {
     let id: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
     let last: i64 = cmd("SNOWFLAKE.LAST").arg("k").query(&mut conn).unwrap();
     assert_eq!(last, id);
-    let backwards: redis::RedisResult<()> =
-        cmd("SNOWFLAKE.SETLAST").arg("k").arg(id - 1).query(&mut conn);
-    assert!(backwards.unwrap_err().to_string().contains("only moves a key forward"));
-    let _: () = cmd("SNOWFLAKE.SETLAST").arg("k").arg(id + 1000).query(&mut conn).unwrap();
+    let backwards: redis::RedisResult<()> = cmd("SNOWFLAKE.SETLAST")
+        .arg("k")
+        .arg(id - 1)
+        .query(&mut conn);
+    assert!(backwards
+        .unwrap_err()
+        .to_string()
+        .contains("only moves a key forward"));
+    let _: () = cmd("SNOWFLAKE.SETLAST")
+        .arg("k")
+        .arg(id + 1000)
+        .query(&mut conn)
+        .unwrap();
     let next: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
     assert!(next > id + 1000);
     let type_name: String = cmd("TYPE").arg("k").query(&mut conn).unwrap();
@@ -147,7 +179,11 @@ fn last_and_setlast_read_and_move_a_key_forward() {
 fn configs_are_visible_and_cannot_change_at_runtime() {
     let server = Server::start(&["step", "6", "offset", "5", "max-drift-ms", "500"]);
     let mut conn = server.conn();
-    let configs: Vec<String> = cmd("CONFIG").arg("GET").arg("idgen.*").query(&mut conn).unwrap();
+    let configs: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("idgen.*")
+        .query(&mut conn)
+        .unwrap();
     let pairs: std::collections::HashMap<_, _> = configs
         .chunks(2)
         .map(|pair| (pair[0].clone(), pair[1].clone()))
@@ -157,8 +193,11 @@ fn configs_are_visible_and_cannot_change_at_runtime() {
     assert_eq!(pairs["idgen.max-drift-ms"], "500");
     assert_eq!(pairs["idgen.time-bits"], "41");
     assert_eq!(pairs.len(), 10, "{pairs:?}");
-    let refused: redis::RedisResult<()> =
-        cmd("CONFIG").arg("SET").arg("idgen.offset").arg(1).query(&mut conn);
+    let refused: redis::RedisResult<()> = cmd("CONFIG")
+        .arg("SET")
+        .arg("idgen.offset")
+        .arg(1)
+        .query(&mut conn);
     assert!(refused.is_err());
     assert_eq!(info_field(&mut conn, "offset"), "5");
 }
@@ -167,8 +206,18 @@ fn configs_are_visible_and_cannot_change_at_runtime() {
 fn info_section_shows_identity_layout_and_counters() {
     let server = Server::start(&["step", "3", "offset", "1"]);
     let mut conn = server.conn();
-    let _: Vec<i64> = cmd("SNOWFLAKE.NEXT").arg("k").arg("COUNT").arg(10).query(&mut conn).unwrap();
-    let _: Vec<i64> = cmd("SEGMENT.NEXT").arg("s").arg("COUNT").arg(7).query(&mut conn).unwrap();
+    let _: Vec<i64> = cmd("SNOWFLAKE.NEXT")
+        .arg("k")
+        .arg("COUNT")
+        .arg(10)
+        .query(&mut conn)
+        .unwrap();
+    let _: Vec<i64> = cmd("SEGMENT.NEXT")
+        .arg("s")
+        .arg("COUNT")
+        .arg(7)
+        .query(&mut conn)
+        .unwrap();
     let _: redis::RedisResult<()> = cmd("SEGMENT.NEXT").arg("k").query(&mut conn);
     assert_eq!(info_field(&mut conn, "step"), "3");
     assert_eq!(info_field(&mut conn, "offset"), "1");
@@ -200,16 +249,30 @@ fn command_docs_and_key_specs_describe_the_commands() {
         .unwrap();
     assert_eq!(keys, ["invoice"]);
     for name in ["snowflake.next", "segment.next", "snowflake.decode"] {
-        let docs: Value = cmd("COMMAND").arg("DOCS").arg(name).query(&mut conn).unwrap();
+        let docs: Value = cmd("COMMAND")
+            .arg("DOCS")
+            .arg(name)
+            .query(&mut conn)
+            .unwrap();
         let text = format!("{docs:?}");
-        assert!(text.contains("summary") && text.contains("complexity"), "{name}: {text}");
+        assert!(
+            text.contains("summary") && text.contains("complexity"),
+            "{name}: {text}"
+        );
     }
-    let info: Value = cmd("COMMAND").arg("INFO").arg("snowflake.next").query(&mut conn).unwrap();
+    let info: Value = cmd("COMMAND")
+        .arg("INFO")
+        .arg("snowflake.next")
+        .query(&mut conn)
+        .unwrap();
     let text = format!("{info:?}");
     assert!(text.contains("write") && text.contains("denyoom") && text.contains("fast"));
     // Arity is enforced by the server for a wrong count.
     let short: redis::RedisResult<()> = cmd("SNOWFLAKE.DECODE").query(&mut conn);
-    assert!(short.unwrap_err().to_string().contains("wrong number of arguments"));
+    assert!(short
+        .unwrap_err()
+        .to_string()
+        .contains("wrong number of arguments"));
 }
 
 #[test]
@@ -220,10 +283,21 @@ fn dump_restore_and_copy_keep_the_last_id_and_ids_continue_above_it() {
     let dumped: Vec<u8> = cmd("DUMP").arg("src").query(&mut conn).unwrap();
     let other = Server::start(&["step", "2", "offset", "1"]);
     let mut other_conn = other.conn();
-    let _: () = cmd("RESTORE").arg("src").arg(0).arg(dumped).query(&mut other_conn).unwrap();
-    let restored: i64 = cmd("SNOWFLAKE.LAST").arg("src").query(&mut other_conn).unwrap();
+    let _: () = cmd("RESTORE")
+        .arg("src")
+        .arg(0)
+        .arg(dumped)
+        .query(&mut other_conn)
+        .unwrap();
+    let restored: i64 = cmd("SNOWFLAKE.LAST")
+        .arg("src")
+        .query(&mut other_conn)
+        .unwrap();
     assert_eq!(restored, id);
-    let next: i64 = cmd("SNOWFLAKE.NEXT").arg("src").query(&mut other_conn).unwrap();
+    let next: i64 = cmd("SNOWFLAKE.NEXT")
+        .arg("src")
+        .query(&mut other_conn)
+        .unwrap();
     assert!(next > id);
     let _: i64 = cmd("COPY").arg("src").arg("dst").query(&mut conn).unwrap();
     let copied: i64 = cmd("SNOWFLAKE.LAST").arg("dst").query(&mut conn).unwrap();

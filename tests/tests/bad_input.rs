@@ -1,0 +1,175 @@
+//! Every malformed call gets a clear error reply, changes nothing (DEBUG DIGEST), and the
+//! server keeps running.
+
+use idgen_tests::{digest, info_field, Server};
+use redis::cmd;
+
+/// A call given as words, and a piece of the error it must get.
+struct Case {
+    words: Vec<String>,
+    expect: &'static str,
+}
+
+fn case(words: &str, expect: &'static str) -> Case {
+    Case {
+        words: words.split(' ').map(str::to_string).collect(),
+        expect,
+    }
+}
+
+#[test]
+fn malformed_calls_are_refused_and_change_nothing() {
+    let server = Server::start(&["step", "6", "offset", "2"]);
+    let mut conn = server.conn();
+    let sf: i64 = cmd("SNOWFLAKE.NEXT").arg("sf").query(&mut conn).unwrap();
+    let setup: [(&str, &str); 5] = [
+        ("seg", "10"),
+        ("big", "9223372036854775800"),
+        ("text", "hello"),
+        ("neg", "-5"),
+        ("float", "3.5"),
+    ];
+    for (key, value) in setup {
+        let _: () = cmd("SET").arg(key).arg(value).query(&mut conn).unwrap();
+    }
+    let _: i64 = cmd("RPUSH").arg("list").arg("x").query(&mut conn).unwrap();
+    let _: i64 = cmd("HSET")
+        .arg("hash")
+        .arg("f")
+        .arg("v")
+        .query(&mut conn)
+        .unwrap();
+    let far_future_id = idgen_core::Layout::default().compose((1 << 41) - 2, 0, 2);
+
+    let cases = vec![
+        case("SNOWFLAKE.NEXT", "wrong number of arguments"),
+        case("SEGMENT.NEXT", "wrong number of arguments"),
+        case(
+            "SNOWFLAKE.NEXT sf COUNT 0",
+            "COUNT must be a positive integer, got '0'",
+        ),
+        case(
+            "SNOWFLAKE.NEXT sf COUNT -3",
+            "COUNT must be a positive integer, got '-3'",
+        ),
+        case(
+            "SNOWFLAKE.NEXT sf COUNT abc",
+            "COUNT must be a positive integer",
+        ),
+        case(
+            "SNOWFLAKE.NEXT sf COUNT 100001",
+            "COUNT 100001 is out of range: give 1 to 100000",
+        ),
+        case(
+            "SNOWFLAKE.NEXT sf COUNT 99999999999999999999",
+            "COUNT must be a positive integer",
+        ),
+        case(
+            "SNOWFLAKE.NEXT sf COUNT 2 COUNT 3",
+            "COUNT is given more than once",
+        ),
+        case("SNOWFLAKE.NEXT sf BOGUS 1", "unknown option 'BOGUS'"),
+        case("SNOWFLAKE.NEXT sf COUNT", "COUNT needs a value"),
+        case("SNOWFLAKE.NEXT sf count 2 shard", "SHARD needs a value"),
+        case(
+            "SNOWFLAKE.NEXT sf SHARD 1024",
+            "SHARD 1024 does not fit the layout",
+        ),
+        case(
+            "SNOWFLAKE.NEXT sf SHARD -1",
+            "SHARD must be an integer of 0 or more",
+        ),
+        case("SNOWFLAKE.NEXT seg", "WRONGTYPE"),
+        case("SNOWFLAKE.NEXT list", "WRONGTYPE"),
+        case("SEGMENT.NEXT sf", "WRONGTYPE"),
+        case("SEGMENT.NEXT hash", "WRONGTYPE"),
+        case("SEGMENT.NEXT text", "holds 'hello', not an integer"),
+        case("SEGMENT.NEXT float", "holds '3.5', not an integer"),
+        case(
+            "SEGMENT.NEXT neg",
+            "holds -5; SEGMENT.NEXT continues from 0 or a positive",
+        ),
+        case(
+            "SEGMENT.NEXT big COUNT 10",
+            "OVERFLOW: the counter holds 9223372036854775800; 10 more values would pass",
+        ),
+        case(
+            "SEGMENT.NEXT seg COUNT 0",
+            "COUNT must be a positive integer",
+        ),
+        case(
+            "SEGMENT.NEXT seg COUNT 1000000001",
+            "COUNT 1000000001 is out of range",
+        ),
+        case(
+            "SEGMENT.NEXT seg SHARD 1",
+            "unknown option 'SHARD' for SEGMENT.NEXT",
+        ),
+        case("SNOWFLAKE.DECODE abc", "'abc' is not an ID"),
+        case("SNOWFLAKE.DECODE -1", "-1 is not positive"),
+        case("SNOWFLAKE.DECODE 0", "0 is not positive"),
+        case("SNOWFLAKE.DECODE 1 2", "wrong number of arguments"),
+        case(
+            "SNOWFLAKE.SETLAST sf notanumber",
+            "the ID must be an integer",
+        ),
+        case(
+            &format!("SNOWFLAKE.SETLAST sf {}", sf - 1),
+            "only moves a key forward",
+        ),
+        case(&format!("SNOWFLAKE.SETLAST sf {far_future_id}"), "DRIFT"),
+        case("SNOWFLAKE.SETLAST list 5", "WRONGTYPE"),
+    ];
+    assert!(cases.len() >= 20);
+    let before = digest(&mut conn);
+    for case in &cases {
+        let result: redis::RedisResult<redis::Value> =
+            cmd(&case.words[0]).arg(&case.words[1..]).query(&mut conn);
+        let error = match result {
+            Ok(value) => panic!("{:?} succeeded with {value:?}", case.words),
+            Err(error) => error.to_string(),
+        };
+        assert!(
+            error.contains(case.expect),
+            "{:?}: got '{error}', expected '{}'",
+            case.words,
+            case.expect
+        );
+        assert_eq!(
+            digest(&mut conn),
+            before,
+            "{:?} changed the data",
+            case.words
+        );
+    }
+    let pong: String = cmd("PING").query(&mut conn).unwrap();
+    assert_eq!(pong, "PONG");
+    // Arity errors are the server's; every other refusal is counted by the module.
+    let counted: usize = info_field(&mut conn, "errors").parse().unwrap();
+    assert!(counted >= cases.len() - 5, "{counted}");
+    // And the generators still work.
+    let next: i64 = cmd("SNOWFLAKE.NEXT").arg("sf").query(&mut conn).unwrap();
+    assert!(next > sf);
+}
+
+#[test]
+fn a_burst_past_the_drift_bound_is_refused_whole() {
+    let server = Server::start(&["max-drift-ms", "3"]);
+    let mut conn = server.conn();
+    let _: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
+    let before = digest(&mut conn);
+    // 100,000 IDs at 4,096 per ms need 24 ms: far more than 3 ms ahead of the clock.
+    let refused: redis::RedisResult<Vec<i64>> = cmd("SNOWFLAKE.NEXT")
+        .arg("k")
+        .arg("COUNT")
+        .arg(100_000)
+        .query(&mut conn);
+    let error = refused.unwrap_err();
+    assert_eq!(error.code(), Some("DRIFT"), "{error}");
+    assert!(
+        error.to_string().contains("idgen.max-drift-ms (3)"),
+        "{error}"
+    );
+    assert_eq!(digest(&mut conn), before);
+    assert_eq!(info_field(&mut conn, "drift_refusals"), "1");
+}

@@ -1,0 +1,112 @@
+//! Misconfiguration is refused at load, with a log line that says what is wrong; good
+//! configurations (including the JavaScript-safe layout) load.
+
+use idgen_tests::{Server, ServerOptions};
+use redis::cmd;
+
+const DAY_MS: u64 = 86_400_000;
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Starts a server with `args` and returns its log, failing the test if it loaded.
+fn refused(args: &[&str]) -> String {
+    match Server::start_with(ServerOptions::module(args)) {
+        Ok(_) => panic!("the module loaded with {args:?}"),
+        Err(failure) => {
+            assert!(
+                failure.log.contains("Module") && failure.log.contains("not loaded")
+                    || failure.log.contains("initialization failed"),
+                "{}",
+                failure.log
+            );
+            failure.log
+        }
+    }
+}
+
+#[test]
+fn each_invalid_configuration_is_refused_with_its_reason() {
+    let future_epoch = (now_ms() + DAY_MS).to_string();
+    let recent_epoch = (now_ms() - 60 * DAY_MS).to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["step", "6", "offset", "6"],
+            "offset 6 is not below step 6",
+        ),
+        (vec!["step", "0"], "step is 0"),
+        (vec!["shard-bits", "11"], "but IDs have 63 bits"),
+        (vec!["step", "5000"], "larger than the 4096 sequence values"),
+        (vec!["epoch", &future_epoch], "is in the future"),
+        (
+            vec![
+                "time-bits",
+                "35",
+                "shard-bits",
+                "16",
+                "epoch",
+                &recent_epoch,
+            ],
+            "less than a year from now",
+        ),
+        (
+            vec!["default-shard", "1024"],
+            "default-shard 1024 does not fit",
+        ),
+        (vec!["max-drift-ms", "0"], "max-drift-ms is 0"),
+        (
+            vec!["offset", "-1"],
+            "idgen.offset is -1; it cannot be negative",
+        ),
+        (vec!["step", "abc"], "step must be an integer, got `abc`"),
+        (vec!["stpe", "6"], "unknown module argument `stpe`"),
+        (vec!["step"], "name/value pairs"),
+        (
+            vec!["id-bits", "64"],
+            "idgen.id-bits is 64; a width is at most 63 bits",
+        ),
+    ];
+    for (args, reason) in cases {
+        let log = refused(&args);
+        let line = log
+            .lines()
+            .find(|line| line.contains("refusing to load"))
+            .unwrap_or_else(|| panic!("no refusal line for {args:?}:\n{log}"));
+        assert!(
+            line.contains(reason),
+            "{args:?}: expected '{reason}' in: {line}"
+        );
+    }
+}
+
+#[test]
+fn the_javascript_layout_loads_and_issues_53_bit_ids() {
+    let server = Server::start(&["id-bits", "53", "shard-bits", "2", "sequence-bits", "10"]);
+    let mut conn = server.conn();
+    let ids: Vec<i64> = cmd("SNOWFLAKE.NEXT")
+        .arg("k")
+        .arg("COUNT")
+        .arg(3000)
+        .query(&mut conn)
+        .unwrap();
+    assert!(ids.iter().all(|&id| id > 0 && id < 1 << 53));
+    idgen_tests::assert_strictly_increasing(&ids);
+}
+
+#[test]
+fn settings_from_the_config_file_apply_and_arguments_override_them() {
+    let options = ServerOptions::module(&["offset", "2"]).server_args(&[
+        "--idgen.step",
+        "6",
+        "--idgen.offset",
+        "1",
+    ]);
+    let server = Server::start_with(options).unwrap_or_else(|f| panic!("{}", f.log));
+    let mut conn = server.conn();
+    assert_eq!(idgen_tests::info_field(&mut conn, "step"), "6");
+    assert_eq!(idgen_tests::info_field(&mut conn, "offset"), "2");
+}
