@@ -6,7 +6,7 @@ use redis_module::raw;
 use crate::args::{parse_options, COUNT};
 use crate::cmd_snowflake::refuse_on_replica;
 use crate::ffi::{wrong_type, Call, KeyKind, Refusal};
-use crate::{counters, state};
+use crate::{counters, fence, state};
 
 /// Hands out the COUNT smallest values above the key's integer that belong to this
 /// instance's residue class, and stores the largest as the key's new value.
@@ -33,7 +33,17 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
         }
         _ => return Err(wrong_type()),
     };
-    let range = next_range(current, config.identity, count.unwrap_or(1), 0)?;
+    let fence = if config.segment_fence > 0 && fence::take(call.selected_db(), call.arg_bytes(1)) {
+        config.segment_fence
+    } else {
+        0
+    };
+    let range =
+        next_range(current, config.identity, count.unwrap_or(1), fence).inspect_err(|_| {
+            if fence > 0 {
+                fence::untake(call.selected_db(), call.arg_bytes(1));
+            }
+        })?;
     key.set_integer(range.last)?;
     drop(key);
 

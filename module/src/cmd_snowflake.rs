@@ -119,7 +119,9 @@ pub fn set_last(call: &Call) -> Result<(), Refusal> {
             }
         }
     }
-    if !raise_floor_for(id) && from_client {
+    // Replayed from the AOF or the master: raise the floor whatever the clock says, since
+    // these IDs exist. From a client: refuse an ID too far ahead.
+    if !raise_floor_for(id, from_client) {
         return Err(Refusal::new(
             "DRIFT",
             format!(

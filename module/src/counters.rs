@@ -15,6 +15,11 @@ impl Counter {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Takes back `n` counted for work that was then refused.
+    pub fn sub(&self, n: u64) {
+        self.0.fetch_sub(n, Ordering::Relaxed);
+    }
+
     /// The current count.
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
@@ -37,5 +42,7 @@ pub static CLOCK_STEP_BACKS: Counter = Counter::new();
 pub static DRIFT_REFUSALS: Counter = Counter::new();
 /// Segment fences applied (one per key and event).
 pub static FENCES_APPLIED: Counter = Counter::new();
+/// Times this instance was promoted to master.
+pub static PROMOTIONS: Counter = Counter::new();
 /// Calls answered with any error.
 pub static ERRORS: Counter = Counter::new();

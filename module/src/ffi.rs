@@ -81,6 +81,12 @@ impl Call {
         (status == raw::REDISMODULE_OK as c_int).then_some(value)
     }
 
+    /// The database the calling client has selected.
+    pub fn selected_db(&self) -> i32 {
+        // SAFETY: ctx is the running command's context.
+        unsafe { raw::RedisModule_GetSelectedDb.unwrap()(self.ctx) }
+    }
+
     /// The context flags (replica, loading, replicated from master…).
     pub fn flags(&self) -> u32 {
         // SAFETY: ctx is the running command's context.

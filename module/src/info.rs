@@ -5,7 +5,7 @@ use std::ffi::c_int;
 use idgen_core::utc::{format_date, format_unix_ms};
 use redis_module::raw;
 
-use crate::{clock, counters, state};
+use crate::{clock, counters, fence, state, warnings};
 
 /// Redis calls this for `INFO`, `INFO idgen`, `INFO modules` and crash reports.
 pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
@@ -38,5 +38,8 @@ pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_
     number("clock_step_backs", counters::CLOCK_STEP_BACKS.get());
     number("drift_refusals", counters::DRIFT_REFUSALS.get());
     number("fences_applied", counters::FENCES_APPLIED.get());
+    number("promotions", counters::PROMOTIONS.get());
+    number("fence_events", fence::events());
     number("errors", counters::ERRORS.get());
+    text("warnings", &warnings::summary());
 }

@@ -12,12 +12,15 @@ mod cmd_segment;
 mod cmd_snowflake;
 mod command_docs;
 mod counters;
+mod events;
+mod fence;
 mod ffi;
 mod info;
 mod registry;
 mod settings;
 mod snowflake_type;
 mod state;
+mod warnings;
 
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
@@ -43,8 +46,12 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     config
         .validate(clock::wall_unix_ms())
         .map_err(|e| e.to_string())?;
-    state::install(config);
+    state::install(config, clock::wall_unix_ms());
+    // A start is a fence event: every segment key skips the fence on its first use.
+    fence::new_event();
     registry::register_all(ctx)?;
+    events::subscribe(ctx)?;
+    warnings::start(ctx);
     raw::register_info_function(ctx.ctx, Some(info::add_info));
     ctx.log_notice(&format!(
         "step {} offset {}; snowflake layout {}|{}|{} bits from epoch {} ms, {} IDs per ms",
@@ -77,6 +84,7 @@ redis_module! {
             ["default-shard", &settings::DEFAULT_SHARD.value, settings::DEFAULT_SHARD.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
             ["max-drift-ms", &settings::MAX_DRIFT_MS.value, settings::MAX_DRIFT_MS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
             ["segment-fence", &settings::SEGMENT_FENCE.value, settings::SEGMENT_FENCE.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["debug-clock-offset-ms", &settings::DEBUG_CLOCK_OFFSET_MS.value, 0, -86_400_000_000, 86_400_000_000, ConfigurationFlags::PROTECTED | ConfigurationFlags::HIDDEN, None],
         ],
         string: [],
         bool: [],

@@ -54,8 +54,13 @@ pub static MAX_DRIFT_MS: Setting = Setting::new("max-drift-ms", 2000);
 /// `idgen.segment-fence`: values a segment counter skips once after promotion or restart.
 pub static SEGMENT_FENCE: Setting = Setting::new("segment-fence", 0);
 
-/// Every config, in the order `CONFIG GET idgen.*` users will want to read them.
-pub static ALL: [&Setting; 10] = [
+/// `idgen.debug-clock-offset-ms`: added to the wall clock the module reads. For tests that
+/// need a server whose clock is behind or ahead; hidden from `CONFIG GET idgen.*` and, at
+/// runtime, changeable only with `enable-protected-configs yes`.
+pub static DEBUG_CLOCK_OFFSET_MS: Setting = Setting::new("debug-clock-offset-ms", 0);
+
+/// Every config that module arguments may set.
+pub static ALL: [&Setting; 11] = [
     &STEP,
     &OFFSET,
     &EPOCH,
@@ -66,7 +71,13 @@ pub static ALL: [&Setting; 10] = [
     &DEFAULT_SHARD,
     &MAX_DRIFT_MS,
     &SEGMENT_FENCE,
+    &DEBUG_CLOCK_OFFSET_MS,
 ];
+
+/// The debug clock offset in force, in ms.
+pub fn clock_offset_ms() -> i64 {
+    DEBUG_CLOCK_OFFSET_MS.get()
+}
 
 /// The configuration as Redis holds it, or why a value cannot be used at all.
 ///
@@ -127,7 +138,10 @@ pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
         let name = String::from_utf8_lossy(pair[0]);
         let name = name.strip_prefix("idgen.").unwrap_or(&name);
         let Some(setting) = ALL.iter().find(|setting| setting.name == name) else {
-            let known: Vec<&str> = ALL.iter().map(|setting| setting.name).collect();
+            let known: Vec<&str> = ALL[..ALL.len() - 1]
+                .iter()
+                .map(|setting| setting.name)
+                .collect();
             return Err(format!(
                 "unknown module argument `{name}`; known settings are: {}",
                 known.join(", ")

@@ -1,9 +1,11 @@
 //! The `snowflake` key type: the last ID issued for a key.
 //!
-//! A dedicated type, rather than a plain string, means every way a key can enter an
-//! instance — RDB load, a replica's full sync, RESTORE and MIGRATE, AOF replay of
-//! `SNOWFLAKE.SETLAST` — passes through this module, which raises the instance's snowflake
-//! floor so nothing at or before a loaded key's last millisecond is issued again.
+//! A dedicated type, rather than a plain string, keeps a snowflake key from being mistaken
+//! for a counter (and a counter for a snowflake key), and gives the module RDB callbacks:
+//! - the value is the key's last ID, so IDs for a key restored anywhere continue above it;
+//! - the instance's snowflake position is saved as RDB aux data (also inside an AOF's RDB
+//!   preamble) and restored on load, so after a restart nothing at or before the last
+//!   persisted millisecond is issued again, even if the wall clock is now behind it.
 
 use std::ffi::{c_int, c_void};
 
@@ -33,9 +35,9 @@ pub static SNOWFLAKE_TYPE: RedisType = RedisType::new(
         mem_usage: Some(mem_usage),
         digest: Some(digest),
         free: Some(free),
-        aux_load: None,
-        aux_save: None,
-        aux_save_triggers: 0,
+        aux_load: Some(aux_load),
+        aux_save: Some(aux_save),
+        aux_save_triggers: raw::REDISMODULE_AUX_BEFORE_RDB as c_int,
         free_effort: None,
         unlink: None,
         copy: Some(copy),
@@ -54,17 +56,44 @@ pub fn raw_type() -> *mut raw::RedisModuleType {
 }
 
 /// Makes sure nothing at or before `last_id`'s millisecond is issued again by this
-/// instance, unless that millisecond is implausibly far in the future (then the key alone
-/// is affected: its next ID must still be above it, which the drift bound may refuse).
-pub fn raise_floor_for(last_id: u64) -> bool {
+/// instance. With `check_drift`, refuses (returns false, changing nothing) when that
+/// millisecond is more than the drift bound ahead of the wall clock.
+pub fn raise_floor_for(last_id: u64, check_drift: bool) -> bool {
     let config = state::config();
     let time_ms = config.layout.time_of(last_id);
     let wall_ms = clock::wall_unix_ms().saturating_sub(config.layout.epoch_unix_ms);
-    if time_ms > wall_ms.saturating_add(config.max_drift_ms) {
+    if check_drift && time_ms > wall_ms.saturating_add(config.max_drift_ms) {
         return false;
     }
     state::with_sequence(|sequence| sequence.raise_floor(time_ms));
     true
+}
+
+/// Encoding version of the aux record (the time of the last issued position).
+const AUX_ENCODING_VERSION: c_int = 0;
+
+unsafe extern "C" fn aux_save(rdb: *mut raw::RedisModuleIO, _when: c_int) {
+    let last_time_ms = state::with_sequence(|sequence| {
+        sequence
+            .last_position()
+            .map_or(0, |position| position.time_ms)
+    });
+    raw::save_unsigned(rdb, last_time_ms);
+}
+
+unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, _when: c_int) -> c_int {
+    if encver != AUX_ENCODING_VERSION {
+        return raw::REDISMODULE_ERR as c_int;
+    }
+    match raw::load_unsigned(rdb) {
+        Ok(last_time_ms) => {
+            // The instance's own saved position, or its master's in a full sync: either way
+            // IDs up to it exist, so they must not be issued again, whatever the clock says.
+            state::with_sequence(|sequence| sequence.raise_floor(last_time_ms));
+            raw::REDISMODULE_OK as c_int
+        }
+        Err(_) => raw::REDISMODULE_ERR as c_int,
+    }
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
@@ -74,7 +103,6 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
     let Ok(last_id) = raw::load_unsigned(rdb) else {
         return std::ptr::null_mut();
     };
-    raise_floor_for(last_id);
     Box::into_raw(Box::new(SnowflakeKey { last_id })).cast()
 }
 

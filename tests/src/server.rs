@@ -113,6 +113,8 @@ impl Server {
             .arg(self.port.to_string())
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--enable-debug-command", "yes", "--daemonize", "no"])
+            // Full syncs start at once instead of after Redis 7.0's default 5 s wait.
+            .args(["--repl-diskless-sync-delay", "0"])
             .arg("--dir")
             .arg(&self.dir)
             .arg("--logfile")
@@ -157,6 +159,62 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Starts a replica of `master` with these module arguments and waits until it is in
+    /// sync.
+    pub fn start_replica(master: &Server, module_args: &[&str]) -> Server {
+        let options = ServerOptions::module(module_args).server_args(&[
+            "--replicaof",
+            "127.0.0.1",
+            &master.port.to_string(),
+        ]);
+        let replica = Server::start_with(options)
+            .unwrap_or_else(|failure| panic!("replica did not start:\n{}", failure.log));
+        replica.wait_in_sync();
+        replica
+    }
+
+    /// Waits until this replica's link to its master is up.
+    pub fn wait_in_sync(&self) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        while self
+            .info_value("replication", "master_link_status")
+            .as_deref()
+            != Some("up")
+        {
+            assert!(
+                Instant::now() < deadline,
+                "replica never synced:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until `replicas` replicas acknowledged every write so far (`WAIT`).
+    pub fn wait_replicated(&self, replicas: usize) {
+        let acked: usize = redis::cmd("WAIT")
+            .arg(replicas)
+            .arg(10_000)
+            .query(&mut self.conn())
+            .expect("WAIT");
+        assert!(
+            acked >= replicas,
+            "only {acked} of {replicas} replicas acknowledged"
+        );
+    }
+
+    /// One field of an INFO section, if present.
+    pub fn info_value(&self, section: &str, field: &str) -> Option<String> {
+        let info: String = redis::cmd("INFO")
+            .arg(section)
+            .query(&mut self.conn())
+            .ok()?;
+        let prefix = format!("{field}:");
+        info.lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .map(|value| value.trim().to_string())
     }
 
     /// The server's TCP port on 127.0.0.1.

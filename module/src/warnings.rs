@@ -1,0 +1,100 @@
+//! Watches the server's configuration for settings that void a guarantee, and says so in
+//! the log (once, when it appears) and in `INFO idgen` (`idgen_warnings`).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use redis_module::{Context, RedisValue};
+
+use crate::state;
+
+/// How often the configuration is checked.
+const CHECK_EVERY: Duration = Duration::from_secs(5);
+
+static CURRENT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// The warnings in force, joined for INFO (`none` when there are none).
+pub fn summary() -> String {
+    let current = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
+    if current.is_empty() {
+        "none".to_string()
+    } else {
+        current.join(" | ")
+    }
+}
+
+/// Starts the periodic check; the first runs right after load.
+pub fn start(ctx: &Context) {
+    ctx.create_timer(Duration::from_millis(10), check, ());
+}
+
+fn check(ctx: &Context, (): ()) {
+    let found = find(ctx);
+    let mut current = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
+    for warning in found.iter().filter(|w| !current.contains(w)) {
+        ctx.log_warning(&format!("guarantee at risk: {warning}"));
+    }
+    *current = found;
+    drop(current);
+    ctx.create_timer(CHECK_EVERY, check, ());
+}
+
+fn config_get(ctx: &Context, name: &str) -> String {
+    match ctx.call("CONFIG", &["GET", name]) {
+        Ok(RedisValue::Array(items)) if items.len() == 2 => match &items[1] {
+            RedisValue::SimpleString(s) => s.clone(),
+            RedisValue::BulkString(s) => s.clone(),
+            RedisValue::BulkRedisString(s) => s.to_string_lossy(),
+            other => format!("{other:?}"),
+        },
+        _ => String::new(),
+    }
+}
+
+fn connected_replicas(ctx: &Context) -> u64 {
+    let info = ctx.server_info("replication");
+    info.field("connected_slaves")
+        .and_then(|value| value.to_string_lossy().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Every setting of the running server that voids a guarantee, said for an operator.
+fn find(ctx: &Context) -> Vec<String> {
+    let config = state::config();
+    let mut warnings = Vec::new();
+    let policy = config_get(ctx, "maxmemory-policy");
+    if policy.starts_with("allkeys-") {
+        warnings.push(format!(
+            "maxmemory-policy is {policy}: counter keys can be evicted and would then start \
+             again from 0; use noeviction (or a volatile-* policy and no TTLs on counter keys)"
+        ));
+    }
+    let aof = config_get(ctx, "appendonly") == "yes";
+    let rdb = !config_get(ctx, "save").trim().is_empty();
+    let fsync = config_get(ctx, "appendfsync");
+    if !aof && !rdb {
+        warnings.push(
+            "no persistence (appendonly no, save \"\"): after a restart, segment counters start \
+             again from 0 and hand out values already issued; enable appendonly"
+                .to_string(),
+        );
+    } else if config.segment_fence == 0 && (!aof || fsync != "always") {
+        let window = if aof {
+            format!("appendfsync {fsync} can lose the last writes in a crash")
+        } else {
+            "RDB-only persistence loses the writes since the last snapshot in a crash".to_string()
+        };
+        warnings.push(format!(
+            "{window}, and segment-fence is 0, so those segment values would be handed out again \
+             after the restart; set idgen.segment-fence above the values issued per key in that window"
+        ));
+    }
+    if config.identity.step == 1 && connected_replicas(ctx) > 0 {
+        warnings.push(
+            "replicas are attached but step is 1: a promoted replica would share offset 0 with \
+             its old master; give every instance, replicas included, its own offset"
+                .to_string(),
+        );
+    }
+    warnings
+}
