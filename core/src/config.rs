@@ -41,6 +41,12 @@ pub struct Config {
     /// milliseconds, or because the wall clock stepped back) before calls are refused.
     /// Defaults to 2000.
     pub max_drift_ms: u64,
+    /// Whether, after a start, the snowflake clock begins `max_drift_ms - 1` ahead of the
+    /// wall clock, so that IDs issued before a crash but never written to disk — at most
+    /// `max_drift_ms` ahead when issued — are not issued again. Turning it off is safe only
+    /// when every write is on disk before it is answered (`appendfsync always`). Defaults
+    /// to true.
+    pub restart_fence: bool,
     /// How many values a segment counter skips on its first use after this instance was
     /// promoted or restarted, so a tail of values lost in failover is never issued twice.
     /// Defaults to 0 (no fence).
@@ -55,6 +61,7 @@ impl Default for Config {
             id_bits: 63,
             default_shard: 0,
             max_drift_ms: 2000,
+            restart_fence: true,
             segment_fence: 0,
         }
     }

@@ -12,6 +12,9 @@ pub enum IdError {
         ahead_ms: u64,
         /// The configured bound, in ms.
         limit_ms: u64,
+        /// Whether the restart fence is why the clock is this far ahead (the server started
+        /// less than the fence ago).
+        restart_fence: bool,
     },
     /// The layout's time field cannot hold the millisecond the request needs.
     TimeExhausted {
@@ -69,11 +72,25 @@ impl IdError {
 impl fmt::Display for IdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            IdError::Drift { ahead_ms, limit_ms } => write!(
-                f,
-                "the ID clock would run {ahead_ms} ms ahead of the wall clock, more than \
-                 idgen.max-drift-ms ({limit_ms}); nothing was issued, retry in a moment or ask for fewer IDs"
-            ),
+            IdError::Drift {
+                ahead_ms,
+                limit_ms,
+                restart_fence,
+            } => {
+                write!(
+                    f,
+                    "the ID clock would run {ahead_ms} ms ahead of the wall clock, more than \
+                     idgen.max-drift-ms ({limit_ms}); nothing was issued, retry in a moment or ask for fewer IDs"
+                )?;
+                if *restart_fence {
+                    write!(
+                        f,
+                        " (this server started less than idgen.max-drift-ms ago and its restart fence \
+                         is on: until then it issues about one millisecond's sequence per millisecond)"
+                    )?;
+                }
+                Ok(())
+            }
             IdError::TimeExhausted { expires_unix_ms } => write!(
                 f,
                 "the layout's time field ran out at {} (unix ms {expires_unix_ms}); \

@@ -131,6 +131,8 @@ pub struct SnowflakeSequence {
     last: Option<Position>,
     /// Wall clock (ms since epoch) seen by the last successful call, to notice step-backs.
     last_seen_wall_ms: Option<u64>,
+    /// Until when (wall ms since epoch) the restart fence keeps the clock ahead.
+    restart_fence_until_ms: Option<u64>,
 }
 
 impl SnowflakeSequence {
@@ -142,7 +144,24 @@ impl SnowflakeSequence {
             ids_per_ms: config.ids_per_ms(),
             last: None,
             last_seen_wall_ms: None,
+            restart_fence_until_ms: None,
         }
+    }
+
+    /// Applies the restart fence at start, if configured: nothing up to `max_drift_ms - 1`
+    /// ms past `wall_unix_ms` is issued. An ID issued before a crash was at most `max_drift_ms`
+    /// (≤ the fence) ahead of the wall clock then, and a restart takes at least a
+    /// millisecond, so IDs lost with an unflushed tail of writes are never issued again —
+    /// provided the wall clock did not move back across the restart (persisted floors cover
+    /// that case for what reached disk).
+    pub fn apply_restart_fence(&mut self, wall_unix_ms: u64) {
+        if !self.config.restart_fence {
+            return;
+        }
+        let fence = self.config.max_drift_ms;
+        let wall = self.wall_ms(wall_unix_ms);
+        self.raise_floor(wall + fence - 1);
+        self.restart_fence_until_ms = Some(wall + fence);
     }
 
     /// The configuration this sequence issues under.
@@ -224,6 +243,9 @@ impl SnowflakeSequence {
             return Err(IdError::Drift {
                 ahead_ms,
                 limit_ms: self.config.max_drift_ms,
+                restart_fence: self
+                    .restart_fence_until_ms
+                    .is_some_and(|until| wall < until),
             });
         }
         let reached_before = self.last.map_or(wall, |p| p.time_ms.max(wall));

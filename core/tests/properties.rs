@@ -57,6 +57,7 @@ fn run_instance(
     let layout = config.layout;
     let step = config.identity.step;
     let mut seq = SnowflakeSequence::new(config);
+    seq.apply_restart_fence(T0);
     let mut wall = T0 as i64;
     let mut last_per_key: HashMap<u8, u64> = HashMap::new();
     for call in calls {
@@ -144,6 +145,48 @@ proptest! {
                 prop_assert!(seen.insert(value), "duplicate {value}");
             }
             counters[instance] = range.last;
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A crash that loses every bit of state (no persisted floor, no keys), then a restart
+    /// at least 1 ms after the latest wall-clock reading before the crash: the restart fence
+    /// alone keeps the instance from repeating an ID it issued before.
+    #[test]
+    fn a_restart_with_all_state_lost_never_repeats(
+        before in calls(),
+        after in calls(),
+        restart_delay_ms in prop_oneof![4 => 1u64..3, 1 => 1u64..3000],
+        max_drift_ms in prop_oneof![1 => Just(2000u64), 3 => 1u64..50],
+    ) {
+        let config = config(1, 0, max_drift_ms);
+        let mut issued = HashSet::new();
+        let mut seq = SnowflakeSequence::new(config);
+        seq.apply_restart_fence(T0);
+        let mut wall = T0;
+        let mut latest_wall = T0;
+        for call in &before {
+            wall = wall.saturating_add_signed(call.clock_delta_ms);
+            latest_wall = latest_wall.max(wall);
+            let request = Request { count: call.count, shard: 0, above: None };
+            if let Ok(batch) = seq.issue(wall, request) {
+                issued.extend(batch.ids());
+            }
+        }
+        let mut restarted = SnowflakeSequence::new(config);
+        let mut wall = latest_wall + restart_delay_ms;
+        restarted.apply_restart_fence(wall);
+        for call in &after {
+            wall = wall.saturating_add_signed(call.clock_delta_ms.max(0));
+            let request = Request { count: call.count, shard: 0, above: None };
+            if let Ok(batch) = restarted.issue(wall, request) {
+                for id in batch.ids() {
+                    prop_assert!(!issued.contains(&id), "id {id} issued again after the restart");
+                }
+            }
         }
     }
 }

@@ -115,7 +115,8 @@ fn drift_beyond_the_bound_is_refused_and_changes_nothing() {
         refused,
         Err(IdError::Drift {
             ahead_ms: 2001,
-            limit_ms: 2000
+            limit_ms: 2000,
+            restart_fence: false
         })
     );
     assert_eq!(seq, saved);
@@ -127,6 +128,7 @@ fn drift_beyond_the_bound_is_refused_and_changes_nothing() {
 fn a_batch_that_would_pass_the_drift_bound_is_refused_whole() {
     let config = Config {
         max_drift_ms: 3,
+        restart_fence: false,
         ..Config::default()
     };
     let mut seq = SnowflakeSequence::new(config);
@@ -143,7 +145,8 @@ fn a_batch_that_would_pass_the_drift_bound_is_refused_whole() {
         refused,
         Err(IdError::Drift {
             ahead_ms: 4,
-            limit_ms: 3
+            limit_ms: 3,
+            restart_fence: false
         })
     );
     assert_eq!(seq.last_position(), None);
@@ -256,4 +259,47 @@ fn bad_count_and_shard_are_refused() {
         Err(IdError::ShardOutOfRange { .. })
     ));
     assert_eq!(seq.last_position(), None);
+}
+
+#[test]
+fn the_restart_fence_starts_above_anything_a_crash_could_have_lost() {
+    let mut seq = sequence(1, 0);
+    seq.apply_restart_fence(T0);
+    let layout = seq.config().layout;
+    // One millisecond's sequence per millisecond still flows...
+    let first = seq
+        .issue(
+            T0,
+            Request {
+                count: 4096,
+                shard: 0,
+                above: None,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        layout.decode(first.first_id() as i64, 1).unwrap().unix_ms,
+        T0 + 2000
+    );
+    // ...but borrowing beyond the fence is refused, and says why.
+    let refused = seq.issue(T0, one(0, None)).unwrap_err();
+    assert_eq!(
+        refused,
+        IdError::Drift {
+            ahead_ms: 2001,
+            limit_ms: 2000,
+            restart_fence: true
+        }
+    );
+    assert!(refused.to_string().contains("restart fence"));
+    // Once the wall clock has caught up with the fence, bursts borrow again.
+    let later = seq.issue(
+        T0 + 2000,
+        Request {
+            count: 100_000,
+            shard: 0,
+            above: None,
+        },
+    );
+    assert!(later.is_ok());
 }

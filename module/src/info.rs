@@ -27,6 +27,10 @@ pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_
     number("snowflake_ids_per_ms", config.ids_per_ms());
     number("default_shard", config.default_shard);
     number("max_drift_ms", config.max_drift_ms);
+    text(
+        "snowflake_restart_fence",
+        if config.restart_fence { "yes" } else { "no" },
+    );
     number("segment_fence", config.segment_fence);
     let ahead = state::with_sequence(|sequence| sequence.ahead_of_wall_ms(clock::wall_unix_ms()));
     number("clock_ahead_ms", ahead);

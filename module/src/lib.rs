@@ -87,7 +87,9 @@ redis_module! {
             ["debug-clock-offset-ms", &settings::DEBUG_CLOCK_OFFSET_MS.value, 0, -86_400_000_000, 86_400_000_000, ConfigurationFlags::PROTECTED | ConfigurationFlags::HIDDEN, None],
         ],
         string: [],
-        bool: [],
+        bool: [
+            [settings::RESTART_FENCE_NAME, &settings::RESTART_FENCE, true, ConfigurationFlags::IMMUTABLE, None],
+        ],
         enum: [],
         // Module arguments are applied by `on_load`, which names the setting in every error.
         module_args_as_configuration: false,

@@ -5,7 +5,7 @@
 //! `CONFIG GET idgen.*` all work, and `CONFIG SET` refuses to change identity or layout on
 //! a running instance.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use idgen_core::{Config, Identity, Layout, DEFAULT_EPOCH_UNIX_MS};
 
@@ -51,6 +51,11 @@ pub static ID_BITS: Setting = Setting::new("id-bits", 63);
 pub static DEFAULT_SHARD: Setting = Setting::new("default-shard", 0);
 /// `idgen.max-drift-ms`: how far the snowflake clock may run ahead of the wall clock.
 pub static MAX_DRIFT_MS: Setting = Setting::new("max-drift-ms", 2000);
+/// `idgen.snowflake-restart-fence` (yes/no): whether snowflakes start `max-drift-ms` ahead
+/// after a start, so IDs lost in a crash are not issued again.
+pub static RESTART_FENCE: AtomicBool = AtomicBool::new(true);
+/// The name of [`RESTART_FENCE`] after `idgen.`.
+pub const RESTART_FENCE_NAME: &str = "snowflake-restart-fence";
 /// `idgen.segment-fence`: values a segment counter skips once after promotion or restart.
 pub static SEGMENT_FENCE: Setting = Setting::new("segment-fence", 0);
 
@@ -119,6 +124,7 @@ pub fn current() -> Result<Config, String> {
         id_bits: width(&ID_BITS)?,
         default_shard: non_negative(&DEFAULT_SHARD)?,
         max_drift_ms: non_negative(&MAX_DRIFT_MS)?,
+        restart_fence: RESTART_FENCE.load(Ordering::Relaxed),
         segment_fence: non_negative(&SEGMENT_FENCE)?,
     })
 }
@@ -134,14 +140,29 @@ pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
         ));
     }
     let mut values = Vec::with_capacity(args.len() / 2);
+    let mut restart_fence = None;
     for pair in args.chunks(2) {
         let name = String::from_utf8_lossy(pair[0]);
         let name = name.strip_prefix("idgen.").unwrap_or(&name);
+        if name == RESTART_FENCE_NAME {
+            restart_fence = Some(match pair[1] {
+                b"yes" => true,
+                b"no" => false,
+                other => {
+                    return Err(format!(
+                        "{name} must be yes or no, got `{}`",
+                        String::from_utf8_lossy(other)
+                    ))
+                }
+            });
+            continue;
+        }
         let Some(setting) = ALL.iter().find(|setting| setting.name == name) else {
-            let known: Vec<&str> = ALL[..ALL.len() - 1]
+            let mut known: Vec<&str> = ALL[..ALL.len() - 1]
                 .iter()
                 .map(|setting| setting.name)
                 .collect();
+            known.push(RESTART_FENCE_NAME);
             return Err(format!(
                 "unknown module argument `{name}`; known settings are: {}",
                 known.join(", ")
@@ -158,6 +179,9 @@ pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
     // Only once every argument is known good, so a refused load changes nothing.
     for (setting, value) in values {
         setting.value.store(value, Ordering::Relaxed);
+    }
+    if let Some(on) = restart_fence {
+        RESTART_FENCE.store(on, Ordering::Relaxed);
     }
     Ok(())
 }

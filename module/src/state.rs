@@ -11,19 +11,13 @@ use idgen_core::{Config, SnowflakeSequence};
 static CONFIG: OnceLock<Config> = OnceLock::new();
 static SEQUENCE: Mutex<Option<SnowflakeSequence>> = Mutex::new(None);
 
-/// Installs the validated configuration at load, with the restart fence for snowflakes.
-///
-/// An ID this instance issued before it stopped was at most `max_drift_ms` ahead of the
-/// wall clock when issued, so at most `max_drift_ms - 1` ahead of the clock now (a restart
-/// takes at least a millisecond). Starting above that point means a tail of IDs that never
-/// reached disk is not issued again — as long as the wall clock did not move back across
-/// the restart; the floor restored from RDB aux data and replayed AOF covers that case for
-/// everything that was persisted.
+/// Installs the validated configuration at load, with the snowflake restart fence
+/// (see `SnowflakeSequence::apply_restart_fence`); the floor restored from RDB aux data and
+/// replayed AOF is raised on top of it while the data loads.
 pub fn install(config: Config, wall_unix_ms: u64) {
     let _ = CONFIG.set(config);
     let mut sequence = SnowflakeSequence::new(config);
-    let wall_ms = wall_unix_ms.saturating_sub(config.layout.epoch_unix_ms);
-    sequence.raise_floor((wall_ms + config.max_drift_ms).saturating_sub(1));
+    sequence.apply_restart_fence(wall_unix_ms);
     *lock_sequence() = Some(sequence);
 }
 

@@ -89,6 +89,13 @@ fn find(ctx: &Context) -> Vec<String> {
              after the restart; set idgen.segment-fence above the values issued per key in that window"
         ));
     }
+    if !config.restart_fence && !(aof && fsync == "always") {
+        warnings.push(
+            "snowflake-restart-fence is no without appendfsync always: snowflake IDs issued \
+             just before a crash and lost from disk can be issued again after a quick restart"
+                .to_string(),
+        );
+    }
     if config.identity.step == 1 && connected_replicas(ctx) > 0 {
         warnings.push(
             "replicas are attached but step is 1: a promoted replica would share offset 0 with \

@@ -125,7 +125,9 @@ impl Server {
             .args(&self.options.module_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(Stdio::from(
+                std::fs::File::create(self.dir.join("stderr.log")).expect("create stderr.log"),
+            ));
         let child = command
             .spawn()
             .expect("spawn redis-server (is it installed?)");
@@ -192,17 +194,42 @@ impl Server {
         }
     }
 
-    /// Waits until `replicas` replicas acknowledged every write so far (`WAIT`).
+    /// Waits until `replicas` replicas have acknowledged every write made so far, by any
+    /// client. (`WAIT` would only cover the writes of the connection it is sent on.)
     pub fn wait_replicated(&self, replicas: usize) {
-        let acked: usize = redis::cmd("WAIT")
-            .arg(replicas)
-            .arg(10_000)
-            .query(&mut self.conn())
-            .expect("WAIT");
-        assert!(
-            acked >= replicas,
-            "only {acked} of {replicas} replicas acknowledged"
-        );
+        let info = |conn: &mut redis::Connection| -> String {
+            redis::cmd("INFO")
+                .arg("replication")
+                .query(conn)
+                .expect("INFO replication")
+        };
+        let mut conn = self.conn();
+        let target: u64 = info(&mut conn)
+            .lines()
+            .find_map(|line| line.strip_prefix("master_repl_offset:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("master_repl_offset");
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            // Lines like `slave0:ip=127.0.0.1,port=1234,state=online,offset=567,lag=0`.
+            let acked = info(&mut conn)
+                .lines()
+                .filter(|line| line.starts_with("slave"))
+                .filter_map(|line| line.split(",offset=").nth(1))
+                .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
+                .filter(|&offset| offset >= target)
+                .count();
+            if acked >= replicas {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "only {acked} of {replicas} replicas caught up"
+            );
+            // Replicas acknowledge their offset about once a second.
+            let _: redis::RedisResult<i64> =
+                redis::cmd("WAIT").arg(replicas).arg(100).query(&mut conn);
+        }
     }
 
     /// One field of an INFO section, if present.
@@ -250,9 +277,16 @@ impl Server {
         self.dir.join("redis.log")
     }
 
-    /// Everything the server has logged so far.
+    /// Everything the server has logged so far, and what it wrote to stderr (where it
+    /// reports errors found before it opens its log file).
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+        let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        let stderr = std::fs::read_to_string(self.dir.join("stderr.log")).unwrap_or_default();
+        if stderr.trim().is_empty() {
+            log
+        } else {
+            format!("{log}\n--- stderr ---\n{stderr}")
+        }
     }
 
     /// Kills the process at once (SIGKILL), as a crash would; data not yet on disk is lost.
@@ -274,15 +308,15 @@ impl Server {
     }
 
     /// Starts the stopped server again on the same port and directory, with its options
-    /// plus `extra_server_args`.
-    pub fn start_again(&mut self, extra_server_args: &[&str]) -> Result<(), LoadFailure> {
+    /// plus `extra_module_args` (later module arguments override earlier ones).
+    pub fn start_again(&mut self, extra_module_args: &[&str]) -> Result<(), LoadFailure> {
         assert!(
             self.child.is_none(),
             "stop the server before starting it again"
         );
         self.options
-            .server_args
-            .extend(extra_server_args.iter().map(|s| s.to_string()));
+            .module_args
+            .extend(extra_module_args.iter().map(|s| s.to_string()));
         self.launch()
     }
 }

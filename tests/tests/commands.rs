@@ -14,7 +14,8 @@ fn now_ms() -> u64 {
 
 #[test]
 fn snowflake_next_replies_an_integer_or_an_array_of_increasing_ids() {
-    let server = Server::start(&["step", "6", "offset", "2"]);
+    // Without the restart fence, IDs carry the current time from the first call on.
+    let server = Server::start(&["step", "6", "offset", "2", "snowflake-restart-fence", "no"]);
     let mut conn = server.conn();
     let before = now_ms();
     let one: i64 = cmd("SNOWFLAKE.NEXT")
@@ -57,8 +58,34 @@ fn snowflake_next_replies_an_integer_or_an_array_of_increasing_ids() {
 }
 
 #[test]
+fn after_a_start_ids_begin_above_the_restart_fence() {
+    let started = now_ms();
+    let server = Server::start(&["max-drift-ms", "3000"]);
+    let mut conn = server.conn();
+    let id: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
+    let issued_at = Layout::default().decode(id, 1).unwrap().unix_ms;
+    // Anything issued before a crash was at most max-drift-ms ahead: start above that.
+    assert!(
+        issued_at >= started + 2999 && issued_at <= now_ms() + 3000,
+        "{issued_at}"
+    );
+    // A batch that would need to borrow beyond the bound says the fence is why.
+    let refused: redis::RedisResult<Vec<i64>> = cmd("SNOWFLAKE.NEXT")
+        .arg("k")
+        .arg("COUNT")
+        .arg(100_000)
+        .query(&mut conn);
+    let error = refused.unwrap_err();
+    assert_eq!(error.code(), Some("DRIFT"));
+    assert!(error.to_string().contains("restart fence is on"), "{error}");
+    assert_eq!(info_field(&mut conn, "snowflake_restart_fence"), "yes");
+}
+
+#[test]
 fn snowflake_ids_are_unique_across_keys_and_keep_the_shard() {
-    let server = Server::start(&["default-shard", "7"]);
+    // Switching to a lower shard within a millisecond moves the key to the next one; right
+    // after a start the restart fence leaves no room for that, so it is off here.
+    let server = Server::start(&["default-shard", "7", "snowflake-restart-fence", "no"]);
     let mut conn = server.conn();
     let mut all = Vec::new();
     for round in 0..200 {
@@ -192,7 +219,8 @@ fn configs_are_visible_and_cannot_change_at_runtime() {
     assert_eq!(pairs["idgen.offset"], "5");
     assert_eq!(pairs["idgen.max-drift-ms"], "500");
     assert_eq!(pairs["idgen.time-bits"], "41");
-    assert_eq!(pairs.len(), 10, "{pairs:?}");
+    assert_eq!(pairs["idgen.snowflake-restart-fence"], "yes");
+    assert_eq!(pairs.len(), 11, "{pairs:?}");
     let refused: redis::RedisResult<()> = cmd("CONFIG")
         .arg("SET")
         .arg("idgen.offset")
