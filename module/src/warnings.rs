@@ -89,7 +89,8 @@ fn find(ctx: &Context) -> Vec<String> {
              after the restart; set idgen.segment-fence above the values issued per key in that window"
         ));
     }
-    if !config.restart_fence && !(aof && fsync == "always") {
+    let every_write_on_disk = aof && fsync == "always";
+    if !(config.restart_fence || every_write_on_disk) {
         warnings.push(
             "snowflake-restart-fence is no without appendfsync always: snowflake IDs issued \
              just before a crash and lost from disk can be issued again after a quick restart"
