@@ -364,3 +364,37 @@ fn keyspace_notifications_name_the_event() {
         ]
     );
 }
+
+/// Polls `INFO idgen` until the configuration check (run just after load) has reported.
+fn warnings_of(server: &Server) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let warnings = info_field(&mut server.conn(), "warnings");
+        if warnings != "none" || std::time::Instant::now() > deadline {
+            return warnings;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn settings_that_void_a_guarantee_are_reported() {
+    let risky = Server::start_with(
+        idgen_tests::ServerOptions::module(&["snowflake-restart-fence", "no"])
+            .server_args(&["--maxmemory-policy", "allkeys-lru"]),
+    )
+    .unwrap();
+    let warnings = warnings_of(&risky);
+    assert!(warnings.contains("maxmemory-policy is allkeys-lru"), "{warnings}");
+    assert!(warnings.contains("no persistence"), "{warnings}");
+    assert!(warnings.contains("snowflake-restart-fence is no"), "{warnings}");
+    assert!(risky.log().contains("guarantee at risk: maxmemory-policy"));
+
+    let safe = Server::start_with(
+        idgen_tests::ServerOptions::module(&[])
+            .server_args(&["--appendonly", "yes", "--appendfsync", "always"]),
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(info_field(&mut safe.conn(), "warnings"), "none");
+}
