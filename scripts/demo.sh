@@ -50,6 +50,8 @@ show SNOWFLAKE.NEXT orders
 show SNOWFLAKE.NEXT orders COUNT 5
 id=$(redis-cli -p "$port" SNOWFLAKE.NEXT orders SHARD 42)
 echo; echo "redis> SNOWFLAKE.NEXT orders SHARD 42"; echo "(integer) $id"
+echo "# The time is up to idgen.max-drift-ms (2 s) ahead right after a start: the restart"
+echo "# fence keeps IDs lost in a crash from being issued again (docs/guarantees.md)."
 show SNOWFLAKE.DECODE "$id"
 show SET invoice 5000000
 show SEGMENT.NEXT invoice

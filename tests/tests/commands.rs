@@ -385,15 +385,23 @@ fn settings_that_void_a_guarantee_are_reported() {
     )
     .unwrap();
     let warnings = warnings_of(&risky);
-    assert!(warnings.contains("maxmemory-policy is allkeys-lru"), "{warnings}");
+    assert!(
+        warnings.contains("maxmemory-policy is allkeys-lru"),
+        "{warnings}"
+    );
     assert!(warnings.contains("no persistence"), "{warnings}");
-    assert!(warnings.contains("snowflake-restart-fence is no"), "{warnings}");
+    assert!(
+        warnings.contains("snowflake-restart-fence is no"),
+        "{warnings}"
+    );
     assert!(risky.log().contains("guarantee at risk: maxmemory-policy"));
 
-    let safe = Server::start_with(
-        idgen_tests::ServerOptions::module(&[])
-            .server_args(&["--appendonly", "yes", "--appendfsync", "always"]),
-    )
+    let safe = Server::start_with(idgen_tests::ServerOptions::module(&[]).server_args(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+    ]))
     .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(info_field(&mut safe.conn(), "warnings"), "none");

@@ -264,3 +264,45 @@ fn migrate_moves_a_key_whose_ids_continue_above_it() {
         .unwrap();
     assert!(next > *ids.last().unwrap());
 }
+
+#[test]
+fn the_segment_fence_applies_once_per_key_per_start_or_promotion_and_never_on_reload() {
+    let next = |server: &Server, key: &str| -> i64 {
+        cmd("SEGMENT.NEXT")
+            .arg(key)
+            .query(&mut server.conn())
+            .unwrap()
+    };
+    let mut a = Server::start_with(
+        ServerOptions::module(&["step", "2", "offset", "0", "segment-fence", "1000"])
+            .server_args(&["--appendonly", "yes"]),
+    )
+    .unwrap();
+    // The start is an event: each key skips 1000 values on its first use, once.
+    assert_eq!(next(&a, "k"), 1002);
+    assert_eq!(next(&a, "k"), 1004);
+    assert_eq!(next(&a, "j"), 1002);
+    assert_eq!(
+        idgen_tests::info_field(&mut a.conn(), "fences_applied"),
+        "2"
+    );
+    // Reloading data is not an event.
+    let _: () = cmd("DEBUG").arg("LOADAOF").query(&mut a.conn()).unwrap();
+    assert_eq!(next(&a, "k"), 1006);
+    // A restart is.
+    a.terminate();
+    a.start_again(&[]).unwrap();
+    assert_eq!(next(&a, "k"), 2008);
+    assert_eq!(next(&a, "k"), 2010);
+    // So is a promotion, on the promoted replica.
+    let b = Server::start_replica(&a, &["step", "2", "offset", "1", "segment-fence", "1000"]);
+    a.wait_replicated(1);
+    let _: () = cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut b.conn())
+        .unwrap();
+    assert_eq!(next(&b, "k"), 3011);
+    assert_eq!(next(&b, "k"), 3013);
+    assert_eq!(idgen_tests::info_field(&mut b.conn(), "promotions"), "1");
+}
