@@ -1,0 +1,198 @@
+//! Runs commands against the servers: round-robin with failover over independent nodes,
+//! or routed by key in a cluster, retrying through a cluster failover.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use redis::{Cmd, FromRedisValue};
+
+use crate::connection::{pool, ClusterManager, NodeManager};
+use crate::error::{Error, Result};
+use crate::metrics::Metrics;
+use crate::settings::Settings;
+
+/// One independent node and its pool.
+pub(crate) struct Node {
+    pub(crate) address: String,
+    pool: bb8::Pool<NodeManager>,
+    down_until: Mutex<Option<Instant>>,
+}
+
+impl Node {
+    pub(crate) fn new(url: &str, settings: &Settings) -> Result<Self> {
+        let info = redis::IntoConnectionInfo::into_connection_info(url)?;
+        Ok(Node {
+            address: info.addr.to_string(),
+            pool: pool(NodeManager::new(url, settings)?, settings),
+            down_until: Mutex::new(None),
+        })
+    }
+
+    fn is_down(&self) -> bool {
+        let down_until = self.down_until.lock().unwrap_or_else(|p| p.into_inner());
+        down_until.is_some_and(|until| Instant::now() < until)
+    }
+
+    fn mark(&self, down_for: Option<Duration>) {
+        *self.down_until.lock().unwrap_or_else(|p| p.into_inner()) =
+            down_for.map(|duration| Instant::now() + duration);
+    }
+
+    pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
+        let mut conn = self.pool.get().await?;
+        let result = cmd.query_async(&mut conn.connection).await;
+        if let Err(error) = &result {
+            if error.is_io_error() || error.is_timeout() || error.is_connection_dropped() {
+                // The multiplexed connection does not recover: let the pool drop it.
+                conn.broken = true;
+            }
+        }
+        Ok(result?)
+    }
+}
+
+/// Independent nodes (one, in single mode): any node serves any key.
+pub(crate) struct NodeSet {
+    pub(crate) nodes: Vec<Node>,
+    next: AtomicUsize,
+    retry_after: Duration,
+}
+
+impl NodeSet {
+    pub(crate) fn new(nodes: Vec<Node>, settings: &Settings) -> Self {
+        NodeSet {
+            nodes,
+            next: AtomicUsize::new(0),
+            retry_after: settings.node_retry_after,
+        }
+    }
+
+    /// Runs `cmd` on the next healthy node, moving on to the others when a node fails or
+    /// refuses with DRIFT; nodes marked down are tried last, not never.
+    async fn run<T: FromRedisValue>(&self, cmd: &Cmd, metrics: &Metrics) -> Result<T> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let count = self.nodes.len();
+        let rotated = (0..count).map(|i| &self.nodes[(start + i) % count]);
+        let (up, down): (Vec<&Node>, Vec<&Node>) = rotated.partition(|node| !node.is_down());
+        let mut tried = Vec::new();
+        let mut last_error = None;
+        for node in up.into_iter().chain(down) {
+            match node.query(cmd).await {
+                Ok(value) => {
+                    node.mark(None);
+                    if !tried.is_empty() {
+                        Metrics::add(&metrics.failovers, 1);
+                    }
+                    return Ok(value);
+                }
+                Err(error) if error.is_retryable() => {
+                    if matches!(error, Error::Transport(_)) {
+                        Metrics::add(&metrics.transport_errors, 1);
+                        node.mark(Some(self.retry_after));
+                        tracing::warn!(node = %node.address, %error, "node failed; trying another");
+                    } else {
+                        Metrics::add(&metrics.refusals, 1);
+                    }
+                    tried.push(node.address.clone());
+                    last_error = Some(error);
+                }
+                Err(error) => {
+                    Metrics::add(&metrics.refusals, 1);
+                    return Err(error);
+                }
+            }
+        }
+        Err(match (tried.len(), last_error) {
+            (1, Some(error)) if count == 1 => error,
+            (_, last) => Error::NoNodeAvailable {
+                tried,
+                last: Box::new(
+                    last.unwrap_or_else(|| Error::Deployment("no nodes configured".into())),
+                ),
+            },
+        })
+    }
+}
+
+/// A Redis Cluster behind a pool of key-routing connections.
+pub(crate) struct Cluster {
+    pool: bb8::Pool<ClusterManager>,
+    retry_for: Duration,
+}
+
+/// Cluster replies that mean "try again shortly": a failover or resharding is under way.
+fn cluster_transient(error: &Error) -> bool {
+    match error {
+        Error::Transport(_) | Error::Drift { .. } => true,
+        Error::Server { code, .. } => {
+            matches!(
+                code.as_str(),
+                "CLUSTERDOWN" | "TRYAGAIN" | "MASTERDOWN" | "LOADING" | "READONLY"
+            )
+        }
+        _ => false,
+    }
+}
+
+impl Cluster {
+    pub(crate) fn new(seeds: &[String], settings: &Settings) -> Result<Self> {
+        Ok(Cluster {
+            pool: pool(ClusterManager::new(seeds, settings)?, settings),
+            retry_for: settings.cluster_retry_for,
+        })
+    }
+
+    async fn run<T: FromRedisValue>(&self, cmd: &Cmd, metrics: &Metrics) -> Result<T> {
+        let deadline = Instant::now() + self.retry_for;
+        let mut retried = false;
+        loop {
+            let result = async {
+                let mut conn = self.pool.get().await?;
+                let result = cmd.query_async(&mut conn.connection).await;
+                if let Err(error) = &result {
+                    conn.broken = error.is_io_error() || error.is_connection_dropped();
+                }
+                Ok::<T, Error>(result?)
+            }
+            .await;
+            match result {
+                Ok(value) => {
+                    if retried {
+                        Metrics::add(&metrics.failovers, 1);
+                    }
+                    return Ok(value);
+                }
+                Err(error) if cluster_transient(&error) && Instant::now() < deadline => {
+                    if matches!(error, Error::Transport(_)) {
+                        Metrics::add(&metrics.transport_errors, 1);
+                    } else {
+                        Metrics::add(&metrics.refusals, 1);
+                    }
+                    tracing::debug!(%error, "cluster call failed; retrying");
+                    retried = true;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(error) => {
+                    Metrics::add(&metrics.refusals, 1);
+                    return Err(error);
+                }
+            }
+        }
+    }
+}
+
+/// Where calls go.
+pub(crate) enum Backend {
+    Nodes(NodeSet),
+    Cluster(Cluster),
+}
+
+impl Backend {
+    pub(crate) async fn run<T: FromRedisValue>(&self, cmd: &Cmd, metrics: &Metrics) -> Result<T> {
+        match self {
+            Backend::Nodes(nodes) => nodes.run(cmd, metrics).await,
+            Backend::Cluster(cluster) => cluster.run(cmd, metrics).await,
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! The client: connects, checks the deployment, and issues IDs.
+
+use std::sync::Arc;
+
+use idgen_core::{DecodedId, SegmentRange};
+
+use crate::backend::{Backend, Cluster, Node, NodeSet};
+use crate::deployment::{check, Deployment, NodeIdentity};
+use crate::error::{Error, Result};
+use crate::metrics::{Metrics, MetricsSnapshot};
+use crate::segment::SegmentBuffer;
+use crate::settings::{SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
+use crate::snowflake_cache::SnowflakeCache;
+
+/// A pooled, failover-aware client for redis-idgen. Cheap to clone; clones share pools,
+/// metrics and the deployment.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    backend: Backend,
+    deployment: Deployment,
+    pub(crate) metrics: Metrics,
+}
+
+impl Client {
+    /// Connects with default [`Settings`] and checks the deployment.
+    pub async fn connect(topology: Topology) -> Result<Client> {
+        Client::connect_with(topology, Settings::default()).await
+    }
+
+    /// Connects and checks the deployment: every reachable node (in a cluster, masters and
+    /// replicas) must have the module, all must share step and layout, and no two may
+    /// share an offset. Unreachable nodes are skipped (and tried again on use); at least
+    /// one must answer.
+    #[tracing::instrument(level = "debug", skip(settings))]
+    pub async fn connect_with(topology: Topology, settings: Settings) -> Result<Client> {
+        let (backend, addresses) = match &topology {
+            Topology::Single(url) => {
+                let node = Node::new(url, &settings)?;
+                let address = url.clone();
+                (
+                    Backend::Nodes(NodeSet::new(vec![node], &settings)),
+                    vec![address],
+                )
+            }
+            Topology::Nodes(urls) => {
+                if urls.is_empty() {
+                    return Err(Error::InvalidArgument(
+                        "Topology::Nodes needs at least one URL".into(),
+                    ));
+                }
+                let nodes = urls
+                    .iter()
+                    .map(|url| Node::new(url, &settings))
+                    .collect::<Result<_>>()?;
+                (Backend::Nodes(NodeSet::new(nodes, &settings)), urls.clone())
+            }
+            Topology::Cluster(seeds) => {
+                if seeds.is_empty() {
+                    return Err(Error::InvalidArgument(
+                        "Topology::Cluster needs at least one seed".into(),
+                    ));
+                }
+                let members = cluster_members(seeds, &settings).await?;
+                (Backend::Cluster(Cluster::new(seeds, &settings)?), members)
+            }
+        };
+        let mut identities = Vec::new();
+        let mut unreachable = Vec::new();
+        for url in &addresses {
+            match read_identity(url, &settings).await {
+                Ok(identity) => identities.push(identity),
+                Err(Error::Transport(error)) => {
+                    tracing::warn!(node = %url, %error, "node unreachable at connect; not checked");
+                    unreachable.push(url.clone());
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        if identities.is_empty() {
+            return Err(Error::Deployment(format!(
+                "no node could be reached to check the deployment (tried {})",
+                unreachable.join(", ")
+            )));
+        }
+        let deployment = check(identities)?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                backend,
+                deployment,
+                metrics: Metrics::default(),
+            }),
+        })
+    }
+
+    /// The deployment found at connect: step, layout and the nodes checked.
+    pub fn deployment(&self) -> &Deployment {
+        &self.inner.deployment
+    }
+
+    /// A snapshot of the client's counters.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.inner.metrics.snapshot()
+    }
+
+    pub(crate) fn metrics_ref(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    async fn run<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
+        self.inner.backend.run(cmd, &self.inner.metrics).await
+    }
+
+    /// One snowflake ID for `key` (`SNOWFLAKE.NEXT key`).
+    #[tracing::instrument(level = "debug", skip(self))]
+    pub async fn next_snowflake(&self, key: &str) -> Result<i64> {
+        let id = self.run(redis::cmd("SNOWFLAKE.NEXT").arg(key)).await?;
+        Metrics::add(&self.inner.metrics.ids_served, 1);
+        Ok(id)
+    }
+
+    /// `count` increasing snowflake IDs for `key` in one round trip
+    /// (`SNOWFLAKE.NEXT key COUNT count`, 1 to 100,000).
+    #[tracing::instrument(level = "debug", skip(self))]
+    pub async fn next_snowflakes(&self, key: &str, count: u32) -> Result<Vec<i64>> {
+        self.snowflakes(key, count, None).await
+    }
+
+    /// Like [`Client::next_snowflakes`], with the shard field set to `shard`.
+    #[tracing::instrument(level = "debug", skip(self))]
+    pub async fn next_snowflakes_in_shard(
+        &self,
+        key: &str,
+        count: u32,
+        shard: u32,
+    ) -> Result<Vec<i64>> {
+        self.snowflakes(key, count, Some(shard)).await
+    }
+
+    async fn snowflakes(&self, key: &str, count: u32, shard: Option<u32>) -> Result<Vec<i64>> {
+        if count == 0 {
+            return Err(Error::InvalidArgument("count must be at least 1".into()));
+        }
+        let mut cmd = redis::cmd("SNOWFLAKE.NEXT");
+        cmd.arg(key).arg("COUNT").arg(count);
+        if let Some(shard) = shard {
+            cmd.arg("SHARD").arg(shard);
+        }
+        let ids: Vec<i64> = self.run(&cmd).await?;
+        Metrics::add(&self.inner.metrics.ids_served, ids.len() as u64);
+        Ok(ids)
+    }
+
+    /// The next segment value for `key` (`SEGMENT.NEXT key`).
+    #[tracing::instrument(level = "debug", skip(self))]
+    pub async fn next_segment_value(&self, key: &str) -> Result<i64> {
+        let value = self.run(redis::cmd("SEGMENT.NEXT").arg(key)).await?;
+        Metrics::add(&self.inner.metrics.ids_served, 1);
+        Ok(value)
+    }
+
+    /// Takes a range of `count` segment values for `key` without handing any out
+    /// (`SEGMENT.NEXT key COUNT count`). [`SegmentBuffer`] builds on this.
+    #[tracing::instrument(level = "debug", skip(self))]
+    pub async fn take_segment_range(&self, key: &str, count: u64) -> Result<SegmentRange> {
+        if count == 0 {
+            return Err(Error::InvalidArgument("count must be at least 1".into()));
+        }
+        let [first, last, step]: [i64; 3] = self
+            .run(redis::cmd("SEGMENT.NEXT").arg(key).arg("COUNT").arg(count))
+            .await?;
+        Metrics::add(&self.inner.metrics.ranges_fetched, 1);
+        Ok(SegmentRange {
+            first,
+            last,
+            step: step as u64,
+            count,
+        })
+    }
+
+    /// Splits an ID into its parts with the deployment's layout — the same arithmetic
+    /// `SNOWFLAKE.DECODE` uses, without a round trip.
+    pub fn decode(&self, id: i64) -> Result<DecodedId> {
+        let deployment = &self.inner.deployment;
+        deployment
+            .layout
+            .decode(id, deployment.step)
+            .map_err(|error| Error::InvalidArgument(error.to_string()))
+    }
+
+    /// A local, double-buffered segment for `key` (see [`SegmentBuffer`]).
+    pub fn segment_buffer(&self, key: &str, options: SegmentOptions) -> SegmentBuffer {
+        SegmentBuffer::new(self.clone(), key, options)
+    }
+
+    /// A prefetching snowflake cache for `key` (see [`SnowflakeCache`]).
+    pub fn snowflake_cache(&self, key: &str, options: SnowflakeCacheOptions) -> SnowflakeCache {
+        SnowflakeCache::new(self.clone(), key, options)
+    }
+}
+
+/// Reads one node's identity over a short-lived connection.
+async fn read_identity(url: &str, settings: &Settings) -> Result<NodeIdentity> {
+    let client = redis::Client::open(url)?;
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(settings.connect_timeout)
+        .set_response_timeout(settings.response_timeout);
+    let mut conn = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?;
+    let pairs: Vec<(String, String)> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("idgen.*")
+        .query_async(&mut conn)
+        .await?;
+    let address = client.get_connection_info().addr.to_string();
+    NodeIdentity::from_config(&address, &pairs)
+}
+
+/// Every node of a cluster (masters and replicas), as URLs, from `CLUSTER NODES` on the
+/// first seed that answers.
+async fn cluster_members(seeds: &[String], settings: &Settings) -> Result<Vec<String>> {
+    let mut last_error = None;
+    for seed in seeds {
+        let attempt = async {
+            let client = redis::Client::open(seed.as_str())?;
+            let config = redis::AsyncConnectionConfig::new()
+                .set_connection_timeout(settings.connect_timeout)
+                .set_response_timeout(settings.response_timeout);
+            let mut conn = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            let nodes: String = redis::cmd("CLUSTER")
+                .arg("NODES")
+                .query_async(&mut conn)
+                .await?;
+            Ok::<String, Error>(nodes)
+        };
+        match attempt.await {
+            Ok(nodes) => return Ok(parse_cluster_nodes(&nodes)),
+            Err(error) => last_error = Some(error),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| Error::InvalidArgument("no cluster seed given".into())))
+}
+
+/// URLs of the nodes in a `CLUSTER NODES` reply that are not marked failed.
+fn parse_cluster_nodes(reply: &str) -> Vec<String> {
+    reply
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let address = fields.get(1)?.split('@').next()?;
+            let flags = fields.get(2)?;
+            let failed = flags
+                .split(',')
+                .any(|flag| matches!(flag, "fail" | "noaddr" | "handshake"));
+            (!failed && !address.starts_with(':')).then(|| format!("redis://{address}/"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cluster_nodes;
+
+    #[test]
+    fn cluster_nodes_lists_live_masters_and_replicas() {
+        let reply = "\
+a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
+b2 127.0.0.1:7001@17001 master - 0 0 2 connected 5461-10922
+c3 127.0.0.1:7003@17003 slave a1 0 0 1 connected
+d4 127.0.0.1:7004@17004 slave,fail b2 0 0 2 disconnected
+";
+        assert_eq!(
+            parse_cluster_nodes(reply),
+            [
+                "redis://127.0.0.1:7000/",
+                "redis://127.0.0.1:7001/",
+                "redis://127.0.0.1:7003/"
+            ]
+        );
+    }
+}

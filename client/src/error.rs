@@ -1,0 +1,118 @@
+//! The client's error type: the module's refusals by their codes, transport failures, and
+//! deployment problems found at connect.
+
+use std::fmt;
+
+/// Everything that can go wrong. New variants may be added; match with a `_` arm.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server refused because the ID clock would run more than `max-drift-ms` ahead of
+    /// its wall clock (`-DRIFT`): a burst too large, the clock stepped back, or the server
+    /// just started with its restart fence on. Nothing was issued; retrying later works.
+    Drift {
+        /// The server's message.
+        message: String,
+    },
+    /// A segment counter would pass 2^63 − 1 (`-OVERFLOW`). Nothing was issued.
+    Overflow {
+        /// The server's message.
+        message: String,
+    },
+    /// The snowflake layout's time field has run out (`-EXHAUSTED`).
+    Exhausted {
+        /// The server's message.
+        message: String,
+    },
+    /// Any other error reply (`-ERR`, `-WRONGTYPE`, `-READONLY`, …), with its code.
+    Server {
+        /// The reply's code, such as `ERR` or `WRONGTYPE`.
+        code: String,
+        /// The server's message.
+        message: String,
+    },
+    /// The connection failed or timed out.
+    Transport(redis::RedisError),
+    /// No node could serve the call; `last` is the last node's error.
+    NoNodeAvailable {
+        /// The nodes tried, by address.
+        tried: Vec<String>,
+        /// What the last one answered.
+        last: Box<Error>,
+    },
+    /// The deployment is misconfigured: nodes disagree on step or layout, two share an
+    /// offset, or a node does not have the module loaded. Names the nodes.
+    Deployment(String),
+    /// A call's arguments were rejected before anything was sent.
+    InvalidArgument(String),
+}
+
+/// Result with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// Whether another node (or a later retry) may succeed where this failed: transport
+    /// failures and drift refusals.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Transport(_) | Error::Drift { .. })
+    }
+}
+
+impl From<redis::RedisError> for Error {
+    fn from(error: redis::RedisError) -> Self {
+        let message = error.detail().unwrap_or_default().to_string();
+        match error.code() {
+            Some("DRIFT") => Error::Drift { message },
+            Some("OVERFLOW") => Error::Overflow { message },
+            Some("EXHAUSTED") => Error::Exhausted { message },
+            Some(code) if error.kind() != redis::ErrorKind::IoError => Error::Server {
+                code: code.to_string(),
+                message,
+            },
+            _ => Error::Transport(error),
+        }
+    }
+}
+
+impl<E: Into<Error>> From<bb8::RunError<E>> for Error {
+    fn from(error: bb8::RunError<E>) -> Self {
+        match error {
+            bb8::RunError::User(error) => error.into(),
+            bb8::RunError::TimedOut => Error::Transport(redis::RedisError::from((
+                redis::ErrorKind::IoError,
+                "timed out waiting for a pooled connection",
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Drift { message } => write!(f, "refused (DRIFT): {message}"),
+            Error::Overflow { message } => write!(f, "refused (OVERFLOW): {message}"),
+            Error::Exhausted { message } => write!(f, "refused (EXHAUSTED): {message}"),
+            Error::Server { code, message } => write!(f, "{code}: {message}"),
+            Error::Transport(error) => write!(f, "connection failed: {error}"),
+            Error::NoNodeAvailable { tried, last } => {
+                write!(
+                    f,
+                    "no node could serve the call (tried {}); last error: {last}",
+                    tried.join(", ")
+                )
+            }
+            Error::Deployment(problem) => write!(f, "misconfigured deployment: {problem}"),
+            Error::InvalidArgument(problem) => write!(f, "invalid argument: {problem}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Transport(error) => Some(error),
+            Error::NoNodeAvailable { last, .. } => Some(last.as_ref()),
+            _ => None,
+        }
+    }
+}

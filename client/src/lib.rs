@@ -1,0 +1,56 @@
+//! Async client for redis-idgen: unique IDs
+//! generated inside Redis by the `idgen` module, called with pooling (bb8), failover across
+//! independent nodes, Redis Cluster routing, and Leaf-style local segments.
+//!
+//! ```no_run
+//! use idgen_client::{Client, SegmentOptions, Topology};
+//!
+//! # async fn example() -> Result<(), idgen_client::Error> {
+//! // Three independent masters, each started with its own offset (step 3, offsets 0..2).
+//! let client = Client::connect(Topology::Nodes(vec![
+//!     "redis://127.0.0.1:7001/".into(),
+//!     "redis://127.0.0.1:7002/".into(),
+//!     "redis://127.0.0.1:7003/".into(),
+//! ]))
+//! .await?;
+//!
+//! let id = client.next_snowflake("orders").await?;
+//! let parts = client.decode(id)?;
+//! println!("{id} was issued at {} by offset {}", parts.unix_ms, parts.offset);
+//!
+//! // Segment values handed out locally from ranges taken from the servers.
+//! let invoices = client.segment_buffer("invoice", SegmentOptions::default());
+//! let invoice = invoices.next().await?;
+//! # let _ = invoice;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Modes ([`Topology`]): a single node; several independent nodes, any of which serves any
+//! key (a node that fails is skipped and retried later, and callers see no error while one
+//! node answers); or a Redis Cluster, where commands are routed by key and connection
+//! failures are retried while the cluster fails over.
+//!
+//! At connect the client reads `CONFIG GET idgen.*` from every node (in a cluster, masters
+//! and replicas) and refuses a deployment whose nodes disagree on step or layout or share
+//! an offset.
+#![deny(missing_docs)]
+
+mod backend;
+mod client;
+mod connection;
+mod deployment;
+mod error;
+mod metrics;
+mod segment;
+mod settings;
+mod snowflake_cache;
+
+pub use client::Client;
+pub use deployment::{check as check_deployment, Deployment, NodeIdentity};
+pub use error::{Error, Result};
+pub use idgen_core::{DecodedId, Layout, SegmentRange};
+pub use metrics::MetricsSnapshot;
+pub use segment::SegmentBuffer;
+pub use settings::{SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
+pub use snowflake_cache::SnowflakeCache;

@@ -1,0 +1,184 @@
+//! What a client connects to, and how it behaves.
+
+use std::time::Duration;
+
+/// Where the idgen servers are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Topology {
+    /// One Redis server (`redis://host:port`).
+    Single(String),
+    /// Several independent masters, each with its own offset. Any node can serve any key;
+    /// a node that fails is skipped and tried again later.
+    Nodes(Vec<String>),
+    /// A Redis Cluster, given by one or more seed nodes; commands are routed by key.
+    Cluster(Vec<String>),
+}
+
+/// Connection and failover settings.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Settings {
+    /// Connections per node (per cluster, in cluster mode). Defaults to 4.
+    pub pool_size: u32,
+    /// How long to wait for a TCP connection. Defaults to 1 s.
+    pub connect_timeout: Duration,
+    /// How long to wait for a reply. Defaults to 1 s.
+    pub response_timeout: Duration,
+    /// How long a node that failed is skipped before it is tried again. Defaults to 1 s.
+    pub node_retry_after: Duration,
+    /// In cluster mode, how long a call keeps retrying through connection failures (while
+    /// the cluster fails over). Defaults to 10 s.
+    pub cluster_retry_for: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            pool_size: 4,
+            connect_timeout: Duration::from_secs(1),
+            response_timeout: Duration::from_secs(1),
+            node_retry_after: Duration::from_secs(1),
+            cluster_retry_for: Duration::from_secs(10),
+        }
+    }
+}
+
+/// How a [`crate::SegmentBuffer`] sizes and refills its ranges (Meituan Leaf's
+/// double-buffered segments).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SegmentOptions {
+    /// Values in the first range. Defaults to 1000.
+    pub initial_size: u64,
+    /// The smallest range. Defaults to 100.
+    pub min_size: u64,
+    /// The largest range. Defaults to 1,000,000.
+    pub max_size: u64,
+    /// Which fraction of the current range is used when the next one is fetched in the
+    /// background. Defaults to 0.1, as in Leaf.
+    pub prefetch_after: f64,
+    /// How long a range should last. A range used up faster makes the next one twice as
+    /// large; one lasting more than twice as long makes it half as large. Defaults to 10 s.
+    pub target_duration: Duration,
+}
+
+impl Default for SegmentOptions {
+    fn default() -> Self {
+        SegmentOptions {
+            initial_size: 1000,
+            min_size: 100,
+            max_size: 1_000_000,
+            prefetch_after: 0.1,
+            target_duration: Duration::from_secs(10),
+        }
+    }
+}
+
+/// How a [`crate::SnowflakeCache`] prefetches (Baidu UidGenerator's ring-buffer idea, with
+/// a bound on how old a handed-out ID may be).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SnowflakeCacheOptions {
+    /// IDs fetched per round trip. Defaults to 1000.
+    pub batch: u32,
+    /// IDs older than this (since they were fetched) are thrown away, never handed out,
+    /// so cached IDs stay close to real time. Defaults to 1 s.
+    pub max_age: Duration,
+    /// A refill starts in the background when fewer than this fraction of a batch is left.
+    /// Defaults to 0.5.
+    pub refill_below: f64,
+}
+
+impl Default for SnowflakeCacheOptions {
+    fn default() -> Self {
+        SnowflakeCacheOptions {
+            batch: 1000,
+            max_age: Duration::from_secs(1),
+            refill_below: 0.5,
+        }
+    }
+}
+
+impl Settings {
+    /// Sets `pool_size`: connections per node.
+    pub fn pool_size(mut self, pool_size: u32) -> Self {
+        self.pool_size = pool_size;
+        self
+    }
+
+    /// Sets `connect_timeout`: TCP connect timeout.
+    pub fn connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// Sets `response_timeout`: reply timeout.
+    pub fn response_timeout(mut self, response_timeout: Duration) -> Self {
+        self.response_timeout = response_timeout;
+        self
+    }
+
+    /// Sets `node_retry_after`: how long a failed node is skipped.
+    pub fn node_retry_after(mut self, node_retry_after: Duration) -> Self {
+        self.node_retry_after = node_retry_after;
+        self
+    }
+
+    /// Sets `cluster_retry_for`: how long cluster calls retry through failures.
+    pub fn cluster_retry_for(mut self, cluster_retry_for: Duration) -> Self {
+        self.cluster_retry_for = cluster_retry_for;
+        self
+    }
+}
+
+impl SegmentOptions {
+    /// Sets `initial_size`: values in the first range.
+    pub fn initial_size(mut self, initial_size: u64) -> Self {
+        self.initial_size = initial_size;
+        self
+    }
+
+    /// Sets `min_size`: the smallest range.
+    pub fn min_size(mut self, min_size: u64) -> Self {
+        self.min_size = min_size;
+        self
+    }
+
+    /// Sets `max_size`: the largest range.
+    pub fn max_size(mut self, max_size: u64) -> Self {
+        self.max_size = max_size;
+        self
+    }
+
+    /// Sets `prefetch_after`: fraction used before the next range is fetched.
+    pub fn prefetch_after(mut self, prefetch_after: f64) -> Self {
+        self.prefetch_after = prefetch_after;
+        self
+    }
+
+    /// Sets `target_duration`: how long a range should last.
+    pub fn target_duration(mut self, target_duration: Duration) -> Self {
+        self.target_duration = target_duration;
+        self
+    }
+}
+
+impl SnowflakeCacheOptions {
+    /// Sets `batch`: IDs per fetch.
+    pub fn batch(mut self, batch: u32) -> Self {
+        self.batch = batch;
+        self
+    }
+
+    /// Sets `max_age`: the oldest an ID may be when handed out.
+    pub fn max_age(mut self, max_age: Duration) -> Self {
+        self.max_age = max_age;
+        self
+    }
+
+    /// Sets `refill_below`: fraction of a batch left that starts a refill.
+    pub fn refill_below(mut self, refill_below: f64) -> Self {
+        self.refill_below = refill_below;
+        self
+    }
+}

@@ -1,0 +1,257 @@
+//! The client against real redis-server processes with the module: each mode, failover
+//! when a node dies mid-stream, the identity check, segment buffers and snowflake caches.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idgen_client::{Client, Error, SegmentOptions, SnowflakeCacheOptions, Topology};
+use idgen_tests::Server;
+
+fn nodes(servers: &[Server]) -> Topology {
+    Topology::Nodes(servers.iter().map(Server::url).collect())
+}
+
+#[tokio::test]
+async fn single_node_issues_decodes_and_counts() {
+    let server = Server::start(&["step", "2", "offset", "1"]);
+    let client = Client::connect(Topology::Single(server.url()))
+        .await
+        .unwrap();
+    assert_eq!(client.deployment().step, 2);
+    let id = client.next_snowflake("orders").await.unwrap();
+    let batch = client
+        .next_snowflakes_in_shard("orders", 100, 9)
+        .await
+        .unwrap();
+    assert!(batch[0] > id && batch.windows(2).all(|w| w[0] < w[1]));
+    // Local decode equals the server's SNOWFLAKE.DECODE.
+    let local = client.decode(id).unwrap();
+    let remote: Vec<redis::Value> = redis::cmd("SNOWFLAKE.DECODE")
+        .arg(id)
+        .query(&mut server.conn())
+        .unwrap();
+    let remote_ms: i64 = redis::from_redis_value(&remote[1]).unwrap();
+    let remote_offset: i64 = redis::from_redis_value(&remote[11]).unwrap();
+    assert_eq!(
+        (local.unix_ms as i64, local.offset as i64),
+        (remote_ms, remote_offset)
+    );
+    assert_eq!(client.decode(batch[0]).unwrap().shard, 9);
+    let range = client.take_segment_range("invoice", 10).await.unwrap();
+    assert_eq!((range.first, range.last, range.step), (1, 19, 2));
+    assert_eq!(client.next_segment_value("invoice").await.unwrap(), 21);
+    let metrics = client.metrics();
+    assert_eq!(metrics.ids_served, 1 + 100 + 1);
+    assert_eq!(metrics.ranges_fetched, 1);
+    // Server refusals keep their meaning.
+    let refused = client.next_snowflake("invoice").await.unwrap_err();
+    assert!(
+        matches!(refused, Error::Server { ref code, .. } if code == "WRONGTYPE"),
+        "{refused}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_killed_mid_stream_costs_no_error_and_no_duplicate() {
+    let mut servers: Vec<Server> = (0..3)
+        .map(|offset| Server::start(&["step", "3", "offset", &offset.to_string()]))
+        .collect();
+    let client = Client::connect(nodes(&servers)).await.unwrap();
+    let segments = client.segment_buffer("invoice", SegmentOptions::default());
+    const TOTAL: usize = 100_000;
+    let issued = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..32)
+        .map(|task| {
+            let (client, segments, issued) = (client.clone(), segments.clone(), issued.clone());
+            tokio::spawn(async move {
+                let mut snowflakes = Vec::new();
+                let mut values = Vec::new();
+                while issued.fetch_add(2, Ordering::Relaxed) < TOTAL {
+                    snowflakes.push(
+                        client
+                            .next_snowflake(&format!("orders{}", task % 4))
+                            .await
+                            .unwrap(),
+                    );
+                    values.push(segments.next().await.unwrap());
+                }
+                (snowflakes, values)
+            })
+        })
+        .collect();
+    // Kill a node once a third of the stream has gone by.
+    while issued.load(Ordering::Relaxed) < TOTAL / 3 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    servers[1].kill();
+    let mut snowflakes = HashSet::new();
+    let mut values = HashSet::new();
+    for task in tasks {
+        let (s, v) = task.await.expect("no task saw an error");
+        for id in s {
+            assert!(snowflakes.insert(id), "duplicate snowflake {id}");
+        }
+        for value in v {
+            assert!(values.insert(value), "duplicate segment value {value}");
+        }
+    }
+    let metrics = client.metrics();
+    println!(
+        "node killed mid-stream: {} snowflake IDs and {} segment values, 0 duplicates, \
+         0 errors surfaced; {} failovers, {} transport errors seen inside the client",
+        snowflakes.len(),
+        values.len(),
+        metrics.failovers,
+        metrics.transport_errors
+    );
+    assert!(snowflakes.len() + values.len() >= TOTAL);
+    assert!(
+        metrics.transport_errors > 0,
+        "the kill should have been seen"
+    );
+}
+
+#[tokio::test]
+async fn a_bad_deployment_is_refused_naming_the_nodes() {
+    let a = Server::start(&["step", "3", "offset", "0"]);
+    let b = Server::start(&["step", "3", "offset", "0"]);
+    let error = Client::connect(nodes(&[a, b]))
+        .await
+        .err()
+        .expect("shared offset refused");
+    let text = error.to_string();
+    assert!(
+        matches!(error, Error::Deployment(_)) && text.contains("share offset 0"),
+        "{text}"
+    );
+
+    let c = Server::start(&["step", "3", "offset", "0"]);
+    let d = Server::start(&["step", "4", "offset", "1"]);
+    let (c_port, d_port) = (c.port(), d.port());
+    let error = Client::connect(nodes(&[c, d]))
+        .await
+        .err()
+        .expect("different steps refused");
+    let text = error.to_string();
+    assert!(
+        text.contains(&format!("127.0.0.1:{c_port} has step 3")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("127.0.0.1:{d_port} has step 4")),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_segment_buffer_under_64_tasks_hands_out_each_value_once() {
+    let server = Server::start(&["step", "4", "offset", "3"]);
+    let client = Client::connect(Topology::Single(server.url()))
+        .await
+        .unwrap();
+    let options = SegmentOptions::default()
+        .initial_size(100)
+        .min_size(50)
+        .max_size(5000);
+    let buffer = client.segment_buffer("seq", options);
+    let tasks: Vec<_> = (0..64)
+        .map(|_| {
+            let buffer = buffer.clone();
+            tokio::spawn(async move {
+                let mut values = Vec::with_capacity(2000);
+                for _ in 0..2000 {
+                    values.push(buffer.next().await.unwrap());
+                }
+                values
+            })
+        })
+        .collect();
+    let mut all = HashSet::new();
+    for task in tasks {
+        for value in task.await.unwrap() {
+            assert!(all.insert(value), "value {value} handed out twice");
+        }
+    }
+    assert_eq!(all.len(), 64 * 2000);
+    // Every value lies in ranges the server handed out: this instance's class, between
+    // the first value and the counter's final high-water mark.
+    let mark: i64 = redis::cmd("GET")
+        .arg("seq")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(all.iter().all(|&v| v % 4 == 3 && v >= 3 && v <= mark));
+    let metrics = client.metrics();
+    println!(
+        "64 tasks: {} values from {} ranges (next range size {})",
+        all.len(),
+        metrics.ranges_fetched,
+        buffer.next_range_size()
+    );
+}
+
+#[tokio::test]
+async fn the_next_range_is_fetched_before_the_current_one_runs_out() {
+    let server = Server::start(&[]);
+    let client = Client::connect(Topology::Single(server.url()))
+        .await
+        .unwrap();
+    let buffer = client.segment_buffer("k", SegmentOptions::default()); // 1000 values, prefetch at 10%
+    for expected in 1..=150 {
+        assert_eq!(buffer.next().await.unwrap(), expected);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while client.metrics().ranges_fetched < 2 {
+        assert!(Instant::now() < deadline, "no prefetch happened");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // 850 values of the first range are still unused, and the second is already here.
+    for expected in 151..=1000 {
+        assert_eq!(buffer.next().await.unwrap(), expected);
+    }
+    let fetched_before_switch = client.metrics().ranges_fetched;
+    let first_of_second = buffer.next().await.unwrap();
+    assert_eq!(first_of_second, 1001);
+    assert_eq!(
+        fetched_before_switch, 2,
+        "the switch used the prefetched range"
+    );
+}
+
+#[tokio::test]
+async fn a_snowflake_cache_prefetches_and_never_hands_out_stale_ids() {
+    let server = Server::start(&[]);
+    let client = Client::connect(Topology::Single(server.url()))
+        .await
+        .unwrap();
+    let options = SnowflakeCacheOptions::default()
+        .batch(100)
+        .max_age(Duration::from_millis(200));
+    let cache = client.snowflake_cache("k", options);
+    let first = cache.next().await.unwrap();
+    let mut ids = vec![first];
+    for _ in 0..60 {
+        ids.push(cache.next().await.unwrap());
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    // Below half a batch left, a refill was started in the background.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while client.metrics().snowflake_batches_fetched < 2 {
+        assert!(Instant::now() < deadline, "no background refill");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        cache.cached(),
+        0,
+        "everything cached is now older than max_age"
+    );
+    let fresh = cache.next().await.unwrap();
+    let batches = client.metrics().snowflake_batches_fetched;
+    assert_eq!(
+        batches, 3,
+        "the stale batches were dropped and a new one fetched"
+    );
+    assert!(fresh > *ids.last().unwrap());
+}
