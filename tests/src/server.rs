@@ -91,17 +91,26 @@ impl Server {
 
     /// Starts a server; returns its log if it exits before answering.
     pub fn start_with(options: ServerOptions) -> Result<Server, LoadFailure> {
-        let port = free_port();
-        let dir = std::env::temp_dir().join(format!("idgen-test-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("create the server directory");
-        let mut server = Server {
-            child: None,
-            port,
-            dir,
-            options,
-        };
-        server.launch()?;
-        Ok(server)
+        let mut attempt = 0;
+        loop {
+            let port = free_port();
+            let dir =
+                std::env::temp_dir().join(format!("idgen-test-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("create the server directory");
+            let mut server = Server {
+                child: None,
+                port,
+                dir,
+                options: options.clone(),
+            };
+            match server.launch() {
+                // Another process took the port between the check and the bind: try another.
+                Err(failure) if failure.log.contains("Address already in use") && attempt < 5 => {
+                    attempt += 1;
+                }
+                result => return result.map(|()| server),
+            }
+        }
     }
 
     fn launch(&mut self) -> Result<(), LoadFailure> {
@@ -139,6 +148,7 @@ impl Server {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             let child = self.child.as_mut().expect("a launched server");
+            let pid = child.id();
             if let Ok(Some(status)) = child.try_wait() {
                 self.child = None;
                 return Err(LoadFailure {
@@ -147,8 +157,15 @@ impl Server {
                 });
             }
             if let Ok(mut conn) = self.try_conn() {
+                // Answered by our process, not by another test process's server that holds
+                // the same port.
+                let info: redis::RedisResult<String> =
+                    redis::cmd("INFO").arg("server").query(&mut conn);
+                let ours = format!("process_id:{pid}");
+                let is_ours = info.is_ok_and(|info| info.lines().any(|line| line.trim() == ours));
+                // PING answers -LOADING until the data set is loaded.
                 let pong: redis::RedisResult<String> = redis::cmd("PING").query(&mut conn);
-                if pong.is_ok() {
+                if is_ours && pong.is_ok() {
                     return Ok(());
                 }
             }
