@@ -8,8 +8,10 @@
 //! ```
 #![deny(missing_docs)]
 
+mod cluster;
 mod server;
 mod values;
 
+pub use cluster::{Cluster, NodeInfo, NODES};
 pub use server::{module_path, LoadFailure, Server, ServerOptions};
 pub use values::{assert_strictly_increasing, assert_unique, digest, info_field};

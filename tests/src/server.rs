@@ -346,22 +346,28 @@ impl Drop for Server {
 }
 
 /// A loopback port that is free now, and whose cluster bus port (+10000) is free too.
+fn free_port() -> u16 {
+    free_ports(1)
+}
+
+/// The first of `count` consecutive loopback ports that are free now, with their cluster
+/// bus ports (+10000).
 ///
 /// Ports come from a per-process range so that test binaries running side by side rarely
-/// try the same one; each is checked by binding it.
-fn free_port() -> u16 {
+/// try the same one; each is checked by binding it, and a server confirms it is ours.
+pub(crate) fn free_ports(count: u16) -> u16 {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let base = 20_000 + (std::process::id() % 150) * 100;
     loop {
-        let candidate = base + NEXT.fetch_add(1, Ordering::Relaxed) % 10_000;
+        let candidate = base + NEXT.fetch_add(u32::from(count), Ordering::Relaxed) % 10_000;
         let Ok(port) = u16::try_from(candidate) else {
             continue;
         };
-        if port > 55_000 {
+        if port > 55_000 - count {
             continue;
         }
         let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
-        if free(port) && free(port + 10_000) {
+        if (port..port + count).all(|p| free(p) && free(p + 10_000)) {
             return port;
         }
     }

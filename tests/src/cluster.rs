@@ -1,0 +1,180 @@
+//! A real 3-master/3-replica Redis Cluster with the module, started with the project's own
+//! `scripts/cluster.sh` (the one users run), stopped by pid when dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::server::{free_ports, module_path};
+
+/// Nodes in the cluster: 3 masters, 3 replicas.
+pub const NODES: u16 = 6;
+
+/// A running cluster.
+pub struct Cluster {
+    dir: PathBuf,
+    base_port: u16,
+}
+
+/// One node as `CLUSTER NODES` shows it.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    /// The node's id.
+    pub id: String,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// Whether it is a master now.
+    pub master: bool,
+    /// For a replica, the id of its master.
+    pub replica_of: Option<String>,
+    /// Its slot ranges (masters), as `CLUSTER NODES` prints them.
+    pub slots: Vec<String>,
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/cluster.sh")
+}
+
+impl Cluster {
+    /// Starts a cluster on free ports; panics with the script's output if it fails.
+    pub fn start() -> Cluster {
+        let base_port = free_ports(NODES);
+        let dir =
+            std::env::temp_dir().join(format!("idgen-cluster-{}-{base_port}", std::process::id()));
+        let cluster = Cluster { dir, base_port };
+        let output = Command::new("bash")
+            .arg(script())
+            .args(["start", "--port", &base_port.to_string()])
+            .arg("--dir")
+            .arg(&cluster.dir)
+            .env("IDGEN_MODULE", module_path())
+            .output()
+            .expect("run scripts/cluster.sh");
+        assert!(
+            output.status.success(),
+            "cluster did not start:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        cluster.wait_healthy();
+        cluster
+    }
+
+    /// Ports of all nodes.
+    pub fn ports(&self) -> Vec<u16> {
+        (self.base_port..self.base_port + NODES).collect()
+    }
+
+    /// `redis://127.0.0.1:port/` of every node, to use as seeds.
+    pub fn urls(&self) -> Vec<String> {
+        self.ports()
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}/"))
+            .collect()
+    }
+
+    /// A plain (non-cluster) connection to one node.
+    pub fn node_conn(&self, port: u16) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection_with_timeout(Duration::from_secs(5))
+            .expect("connect to cluster node")
+    }
+
+    /// A cluster connection that follows MOVED/ASK.
+    pub fn conn(&self) -> redis::cluster::ClusterConnection {
+        redis::cluster::ClusterClient::new(self.urls())
+            .unwrap()
+            .get_connection()
+            .expect("cluster connection")
+    }
+
+    /// The nodes as a live node sees them.
+    pub fn nodes(&self) -> Vec<NodeInfo> {
+        for port in self.ports() {
+            let Ok(mut conn) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                .unwrap()
+                .get_connection_with_timeout(Duration::from_secs(1))
+            else {
+                continue;
+            };
+            let Ok(text) = redis::cmd("CLUSTER")
+                .arg("NODES")
+                .query::<String>(&mut conn)
+            else {
+                continue;
+            };
+            return text
+                .lines()
+                .filter(|line| !line.contains("fail"))
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    let port = fields
+                        .get(1)?
+                        .split('@')
+                        .next()?
+                        .rsplit(':')
+                        .next()?
+                        .parse()
+                        .ok()?;
+                    Some(NodeInfo {
+                        id: fields[0].to_string(),
+                        port,
+                        master: fields[2].contains("master"),
+                        replica_of: (fields.get(3) != Some(&"-")).then(|| fields[3].to_string()),
+                        slots: fields.iter().skip(8).map(|s| s.to_string()).collect(),
+                    })
+                })
+                .collect();
+        }
+        panic!("no cluster node answers");
+    }
+
+    /// The pid of the node on `port`.
+    pub fn pid(&self, port: u16) -> u32 {
+        let index = port - self.base_port;
+        let path = self.dir.join(format!("node-{index}/redis.pid"));
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|_| panic!("no pid file {}", path.display()))
+            .trim()
+            .parse()
+            .expect("pid")
+    }
+
+    /// Kills the node on `port` with SIGKILL.
+    pub fn kill(&self, port: u16) {
+        // SAFETY: signalling a process this test started, by its pid.
+        unsafe { libc::kill(self.pid(port) as libc::pid_t, libc::SIGKILL) };
+    }
+
+    /// Waits until every live node reports `cluster_state:ok`.
+    pub fn wait_healthy(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let all_ok = self.nodes().iter().all(|node| {
+                let mut conn = self.node_conn(node.port);
+                redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query::<String>(&mut conn)
+                    .is_ok_and(|info| info.contains("cluster_state:ok"))
+            });
+            if all_ok {
+                return;
+            }
+            assert!(Instant::now() < deadline, "cluster did not become healthy");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(script())
+            .arg("stop")
+            .arg("--dir")
+            .arg(&self.dir)
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,364 @@
+//! Redis Cluster, 3 masters + 3 replicas, each node with its own offset (the project's
+//! `scripts/cluster.sh`): routing, cross-slot refusals, a busy key's slot resharded while IDs
+//! are issued, a coordinated CLUSTER FAILOVER under load, and a master killed with SIGKILL
+//! under load. The load runs through the client crate in cluster mode.
+//!
+//! Each scenario prints its line of the table: run with `--nocapture` to see it.
+
+use std::collections::HashSet;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idgen_client::{Client, SegmentOptions, Settings, Topology};
+use idgen_tests::{assert_strictly_increasing, Cluster, NodeInfo};
+use redis::cmd;
+
+/// What the load saw.
+#[derive(Default)]
+struct Seen {
+    /// IDs for the busy key, in the order one task got them.
+    busy: Vec<i64>,
+    /// IDs for other keys.
+    others: Vec<i64>,
+    segments: Vec<i64>,
+    errors: Vec<String>,
+}
+
+/// Four tasks issuing through the client until stopped: one on the busy key (so its order
+/// can be checked), three on other keys, all taking segment values from one buffer.
+struct Load {
+    stop: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<Seen>>,
+}
+
+impl Load {
+    fn start(client: &Client) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let segments =
+            client.segment_buffer("invoice", SegmentOptions::default().initial_size(200));
+        let tasks = (0..4)
+            .map(|task| {
+                let (client, segments, stop) = (client.clone(), segments.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let mut seen = Seen::default();
+                    let key = if task == 0 {
+                        "busy".to_string()
+                    } else {
+                        format!("other{task}")
+                    };
+                    while !stop.load(Ordering::Relaxed) {
+                        match client.next_snowflake(&key).await {
+                            Ok(id) if task == 0 => seen.busy.push(id),
+                            Ok(id) => seen.others.push(id),
+                            Err(error) => seen.errors.push(error.to_string()),
+                        }
+                        match segments.next().await {
+                            Ok(value) => seen.segments.push(value),
+                            Err(error) => seen.errors.push(error.to_string()),
+                        }
+                    }
+                    seen
+                })
+            })
+            .collect();
+        Load { stop, tasks }
+    }
+
+    async fn finish(self) -> Seen {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut all = Seen::default();
+        for task in self.tasks {
+            let seen = task.await.unwrap();
+            all.busy.extend(seen.busy);
+            all.others.extend(seen.others);
+            all.segments.extend(seen.segments);
+            all.errors.extend(seen.errors);
+        }
+        all
+    }
+}
+
+fn duplicates(values: impl IntoIterator<Item = i64>) -> usize {
+    let mut seen = HashSet::new();
+    values.into_iter().filter(|v| !seen.insert(*v)).count()
+}
+
+/// Prints the scenario's row and checks zero duplicates; returns the errors seen.
+fn report(scenario: &str, seen: &Seen) -> usize {
+    let snowflakes = seen.busy.iter().chain(&seen.others).copied();
+    let snowflake_dups = duplicates(snowflakes);
+    let segment_dups = duplicates(seen.segments.iter().copied());
+    println!(
+        "| {scenario} | {} snowflake IDs, {snowflake_dups} dup | {} segment values, {segment_dups} dup | {} errors seen by the client's callers |",
+        seen.busy.len() + seen.others.len(),
+        seen.segments.len(),
+        seen.errors.len()
+    );
+    if let Some(first) = seen.errors.first() {
+        println!("  first error: {first}");
+    }
+    assert_eq!((snowflake_dups, segment_dups), (0, 0), "{scenario}");
+    seen.errors.len()
+}
+
+async fn cluster_client(cluster: &Cluster) -> Client {
+    let settings = Settings::default().cluster_retry_for(Duration::from_secs(30));
+    Client::connect_with(Topology::Cluster(cluster.urls()), settings)
+        .await
+        .expect("cluster client")
+}
+
+fn slot_of(cluster: &Cluster, key: &str) -> u16 {
+    let port = cluster.ports()[0];
+    cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(&mut cluster.node_conn(port))
+        .unwrap()
+}
+
+/// The master serving `slot` now.
+fn owner(cluster: &Cluster, slot: u16) -> NodeInfo {
+    cluster
+        .nodes()
+        .into_iter()
+        .filter(|node| node.master)
+        .find(|node| {
+            node.slots.iter().any(|range| {
+                let mut bounds = range
+                    .split('-')
+                    .map(|b| b.parse::<u16>().unwrap_or(u16::MAX));
+                let low = bounds.next().unwrap_or(u16::MAX);
+                let high = bounds.next().unwrap_or(low);
+                (low..=high).contains(&slot)
+            })
+        })
+        .expect("an owner for the slot")
+}
+
+fn offset_of(cluster: &Cluster, port: u16) -> u64 {
+    let reply: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("idgen.offset")
+        .query(&mut cluster.node_conn(port))
+        .unwrap();
+    reply[1].parse().unwrap()
+}
+
+/// Moves `slot` from one master to another with its keys, as `redis-cli --cluster reshard`
+/// does for each slot: IMPORTING/MIGRATING, MIGRATE the keys, then assign the slot.
+fn move_slot(cluster: &Cluster, slot: u16, from: &NodeInfo, to: &NodeInfo) {
+    let mut source = cluster.node_conn(from.port);
+    let mut target = cluster.node_conn(to.port);
+    let _: () = cmd("CLUSTER")
+        .arg("SETSLOT")
+        .arg(slot)
+        .arg("IMPORTING")
+        .arg(&from.id)
+        .query(&mut target)
+        .unwrap();
+    let _: () = cmd("CLUSTER")
+        .arg("SETSLOT")
+        .arg(slot)
+        .arg("MIGRATING")
+        .arg(&to.id)
+        .query(&mut source)
+        .unwrap();
+    loop {
+        let keys: Vec<String> = cmd("CLUSTER")
+            .arg("GETKEYSINSLOT")
+            .arg(slot)
+            .arg(100)
+            .query(&mut source)
+            .unwrap();
+        if keys.is_empty() {
+            break;
+        }
+        let _: () = cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(to.port)
+            .arg("")
+            .arg(0)
+            .arg(5000)
+            .arg("KEYS")
+            .arg(&keys)
+            .query(&mut source)
+            .unwrap();
+    }
+    // Target first, then source (both must accept); the other masters learn it by gossip
+    // and are told directly to speed that up.
+    for (port, required) in [(to.port, true), (from.port, true)].into_iter().chain(
+        cluster
+            .nodes()
+            .iter()
+            .filter(|n| n.master)
+            .map(|n| (n.port, false)),
+    ) {
+        let told: redis::RedisResult<()> = cmd("CLUSTER")
+            .arg("SETSLOT")
+            .arg(slot)
+            .arg("NODE")
+            .arg(&to.id)
+            .query(&mut cluster.node_conn(port));
+        assert!(
+            told.is_ok() || !required,
+            "SETSLOT NODE on {port}: {told:?}"
+        );
+    }
+}
+
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn routing_resharding_and_a_coordinated_failover_under_load() {
+    let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
+    let client = cluster_client(&cluster).await;
+    assert_eq!(
+        client.deployment().nodes.len(),
+        6,
+        "masters and replicas were all checked"
+    );
+    assert_eq!(client.deployment().step, 8);
+
+    // Routing: redis-cli -c follows MOVED to the owner of each key.
+    let port = cluster.ports()[0].to_string();
+    for key in ["orders", "users", "events", "invoices"] {
+        let output = Command::new("redis-cli")
+            .args(["-c", "-p", &port, "SNOWFLAKE.NEXT", key])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(text.trim().parse::<i64>().is_ok(), "{key}: {text}");
+    }
+    // Key specs: a script or transaction over keys of two slots is refused by the server.
+    let mut conn = cluster.node_conn(cluster.ports()[0]);
+    let cross: redis::RedisResult<redis::Value> = cmd("EVAL")
+        .arg("return redis.call('SNOWFLAKE.NEXT', KEYS[1])")
+        .arg(2)
+        .arg("a")
+        .arg("b")
+        .query(&mut conn);
+    let error = cross.unwrap_err();
+    assert_eq!(error.kind(), redis::ErrorKind::CrossSlot, "{error}");
+    // For a transaction, take two keys this node serves, in different slots.
+    let here = owner(&cluster, slot_of(&cluster, "a"));
+    let mut conn = cluster.node_conn(here.port);
+    let second = (0..)
+        .map(|i| format!("k{i}"))
+        .find(|key| {
+            let slot = slot_of(&cluster, key);
+            slot != slot_of(&cluster, "a") && owner(&cluster, slot).id == here.id
+        })
+        .unwrap();
+    let _: () = cmd("MULTI").query(&mut conn).unwrap();
+    let queued: redis::RedisResult<String> = cmd("SNOWFLAKE.NEXT").arg("a").query(&mut conn);
+    let also_queued: redis::RedisResult<String> = cmd("SEGMENT.NEXT").arg(&second).query(&mut conn);
+    let exec: redis::RedisResult<redis::Value> = cmd("EXEC").query(&mut conn);
+    assert_eq!(
+        (queued.unwrap(), also_queued.unwrap()),
+        ("QUEUED".into(), "QUEUED".into())
+    );
+    // EXEC checks the transaction's keys together.
+    let refused = exec.unwrap_err();
+    assert_eq!(refused.kind(), redis::ErrorKind::CrossSlot, "{refused:?}");
+
+    // Resharding the busy key's slot while IDs are issued.
+    let slot = slot_of(&cluster, "busy");
+    let load = Load::start(&client);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let from = owner(&cluster, slot);
+    let to = cluster
+        .nodes()
+        .into_iter()
+        .find(|n| n.master && n.id != from.id)
+        .unwrap();
+    let (c, f, t) = (&cluster, from.clone(), to.clone());
+    tokio::task::block_in_place(|| move_slot(c, slot, &f, &t));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seen = load.finish().await;
+    assert_eq!(owner(&cluster, slot).id, to.id);
+    assert_strictly_increasing(&seen.busy);
+    let last = *seen.busy.last().unwrap();
+    assert_eq!(
+        client.decode(last).unwrap().offset,
+        offset_of(&cluster, to.port),
+        "the new owner issues"
+    );
+    let errors = report("resharding the busy key's slot under load", &seen);
+    assert_eq!(errors, 0);
+
+    // A coordinated failover of the master that now serves the busy key.
+    let load = Load::start(&client);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let master = owner(&cluster, slot);
+    let replica = cluster
+        .nodes()
+        .into_iter()
+        .find(|n| n.replica_of.as_deref() == Some(master.id.as_str()))
+        .expect("a replica of the busy key's master");
+    let _: () = cmd("CLUSTER")
+        .arg("FAILOVER")
+        .query(&mut cluster.node_conn(replica.port))
+        .unwrap();
+    tokio::task::block_in_place(|| {
+        wait_until("the replica is master", Duration::from_secs(20), || {
+            owner(&cluster, slot).id == replica.id
+        })
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seen = load.finish().await;
+    // Nothing is lost in a coordinated failover, so per-key order holds across it.
+    assert_strictly_increasing(&seen.busy);
+    let last = *seen.busy.last().unwrap();
+    assert_eq!(
+        client.decode(last).unwrap().offset,
+        offset_of(&cluster, replica.port)
+    );
+    let errors = report("coordinated CLUSTER FAILOVER under load", &seen);
+    assert_eq!(errors, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_master_killed_under_load_is_replaced_without_duplicates() {
+    let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
+    let client = cluster_client(&cluster).await;
+    let slot = slot_of(&cluster, "busy");
+    let load = Load::start(&client);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let master = owner(&cluster, slot);
+    let replica = cluster
+        .nodes()
+        .into_iter()
+        .find(|n| n.replica_of.as_deref() == Some(master.id.as_str()))
+        .expect("a replica");
+    cluster.kill(master.port);
+    tokio::task::block_in_place(|| {
+        wait_until("the replica took over", Duration::from_secs(30), || {
+            cluster
+                .nodes()
+                .iter()
+                .any(|n| n.id == replica.id && n.master)
+        })
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let seen = load.finish().await;
+    let last = *seen.busy.last().unwrap();
+    assert_eq!(
+        client.decode(last).unwrap().offset,
+        offset_of(&cluster, replica.port)
+    );
+    let errors = report(
+        "master killed with SIGKILL under load, replica promoted",
+        &seen,
+    );
+    println!("  client metrics: {:?}", client.metrics());
+    assert_eq!(errors, 0, "the client rides through the failover");
+}
