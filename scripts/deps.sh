@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing need, only where it is missing: redis-server and
-# redis-cli (Debian's 7.0), and libclang for the bindings redis-module generates.
+# redis-cli (Debian's 7.0), libclang for the bindings redis-module generates, and
+# docker-compose (to validate docker-compose.yml).
 set -euo pipefail
 
 missing=()
@@ -10,6 +11,8 @@ if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ls /usr/lib/*/lib
   missing+=(libclang-dev)
 fi
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
+# Only to validate docker-compose.yml in the tests: no Docker engine runs here.
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
