@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, FromRedisValue};
 
-use crate::connection::{pool, ClusterManager, NodeManager};
+use crate::connection::{pool, ClusterConnector, Manager, NodeConnector};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::settings::Settings;
@@ -15,7 +15,7 @@ use crate::settings::Settings;
 /// One independent node and its pool.
 pub(crate) struct Node {
     pub(crate) address: String,
-    pool: bb8::Pool<NodeManager>,
+    pool: bb8::Pool<Manager<NodeConnector>>,
     down_until: Mutex<Option<Instant>>,
 }
 
@@ -24,7 +24,7 @@ impl Node {
         let info = redis::IntoConnectionInfo::into_connection_info(url)?;
         Ok(Node {
             address: info.addr.to_string(),
-            pool: pool(NodeManager::new(url, settings)?, settings),
+            pool: pool(Manager(NodeConnector::new(url, settings)?), settings),
             down_until: Mutex::new(None),
         })
     }
@@ -117,7 +117,7 @@ impl NodeSet {
 
 /// A Redis Cluster behind a pool of key-routing connections.
 pub(crate) struct Cluster {
-    pool: bb8::Pool<ClusterManager>,
+    pool: bb8::Pool<Manager<ClusterConnector>>,
     retry_for: Duration,
 }
 
@@ -138,7 +138,7 @@ fn cluster_transient(error: &Error) -> bool {
 impl Cluster {
     pub(crate) fn new(seeds: &[String], settings: &Settings) -> Result<Self> {
         Ok(Cluster {
-            pool: pool(ClusterManager::new(seeds, settings)?, settings),
+            pool: pool(Manager(ClusterConnector::new(seeds, settings)?), settings),
             retry_for: settings.cluster_retry_for,
         })
     }

@@ -117,7 +117,12 @@ impl Client {
     /// One snowflake ID for `key` (`SNOWFLAKE.NEXT key`).
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn next_snowflake(&self, key: &str) -> Result<i64> {
-        let id = self.run(redis::cmd("SNOWFLAKE.NEXT").arg(key)).await?;
+        self.issue_one("SNOWFLAKE.NEXT", key).await
+    }
+
+    /// Runs `command key` for one ID and counts it.
+    async fn issue_one(&self, command: &str, key: &str) -> Result<i64> {
+        let id = self.run(redis::cmd(command).arg(key)).await?;
         Metrics::add(&self.inner.metrics.ids_served, 1);
         Ok(id)
     }
@@ -157,9 +162,7 @@ impl Client {
     /// The next segment value for `key` (`SEGMENT.NEXT key`).
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn next_segment_value(&self, key: &str) -> Result<i64> {
-        let value = self.run(redis::cmd("SEGMENT.NEXT").arg(key)).await?;
-        Metrics::add(&self.inner.metrics.ids_served, 1);
-        Ok(value)
+        self.issue_one("SEGMENT.NEXT", key).await
     }
 
     /// Takes a range of `count` segment values for `key` without handing any out

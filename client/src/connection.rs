@@ -22,15 +22,22 @@ impl<C> Tracked<C> {
     }
 }
 
-/// Opens multiplexed connections to one node.
-pub(crate) struct NodeManager {
+/// How to open one kind of connection; [`Manager`] pools it.
+#[async_trait::async_trait]
+pub(crate) trait Connect: Send + Sync + 'static {
+    type Connection: redis::aio::ConnectionLike + Send + 'static;
+    async fn open(&self) -> redis::RedisResult<Self::Connection>;
+}
+
+/// Multiplexed connections to one node.
+pub(crate) struct NodeConnector {
     client: redis::Client,
     config: AsyncConnectionConfig,
 }
 
-impl NodeManager {
+impl NodeConnector {
     pub(crate) fn new(url: &str, settings: &Settings) -> redis::RedisResult<Self> {
-        Ok(NodeManager {
+        Ok(NodeConnector {
             client: redis::Client::open(url)?,
             config: AsyncConnectionConfig::new()
                 .set_connection_timeout(settings.connect_timeout)
@@ -40,50 +47,49 @@ impl NodeManager {
 }
 
 #[async_trait::async_trait]
-impl bb8::ManageConnection for NodeManager {
-    type Connection = Tracked<MultiplexedConnection>;
-    type Error = redis::RedisError;
-
-    async fn connect(&self) -> Result<Self::Connection, Self::Error> {
+impl Connect for NodeConnector {
+    type Connection = MultiplexedConnection;
+    async fn open(&self) -> redis::RedisResult<MultiplexedConnection> {
         self.client
             .get_multiplexed_async_connection_with_config(&self.config)
             .await
-            .map(Tracked::new)
-    }
-
-    async fn is_valid(&self, conn: &mut Self::Connection) -> Result<(), Self::Error> {
-        redis::cmd("PING")
-            .query_async::<()>(&mut conn.connection)
-            .await
-    }
-
-    fn has_broken(&self, conn: &mut Self::Connection) -> bool {
-        conn.broken
     }
 }
 
-/// Opens cluster connections, each of which routes commands by key.
-pub(crate) struct ClusterManager {
+/// Cluster connections, each of which routes commands by key.
+pub(crate) struct ClusterConnector {
     client: redis::cluster::ClusterClient,
 }
 
-impl ClusterManager {
+impl ClusterConnector {
     pub(crate) fn new(seeds: &[String], settings: &Settings) -> redis::RedisResult<Self> {
         let client = redis::cluster::ClusterClient::builder(seeds.to_vec())
             .connection_timeout(settings.connect_timeout)
             .response_timeout(settings.response_timeout)
             .build()?;
-        Ok(ClusterManager { client })
+        Ok(ClusterConnector { client })
     }
 }
 
 #[async_trait::async_trait]
-impl bb8::ManageConnection for ClusterManager {
-    type Connection = Tracked<ClusterConnection>;
+impl Connect for ClusterConnector {
+    type Connection = ClusterConnection;
+    async fn open(&self) -> redis::RedisResult<ClusterConnection> {
+        self.client.get_async_connection().await
+    }
+}
+
+/// The bb8 manager for any [`Connect`]: checks connections with PING and drops those the
+/// code that used them marked broken.
+pub(crate) struct Manager<C>(pub(crate) C);
+
+#[async_trait::async_trait]
+impl<C: Connect> bb8::ManageConnection for Manager<C> {
+    type Connection = Tracked<C::Connection>;
     type Error = redis::RedisError;
 
     async fn connect(&self) -> Result<Self::Connection, Self::Error> {
-        self.client.get_async_connection().await.map(Tracked::new)
+        self.0.open().await.map(Tracked::new)
     }
 
     async fn is_valid(&self, conn: &mut Self::Connection) -> Result<(), Self::Error> {

@@ -14,4 +14,4 @@ mod values;
 
 pub use cluster::{Cluster, NodeInfo, NODES};
 pub use server::{module_path, LoadFailure, Server, ServerOptions};
-pub use values::{assert_strictly_increasing, assert_unique, digest, info_field};
+pub use values::{assert_strictly_increasing, assert_unique, digest, info_field, now_ms};

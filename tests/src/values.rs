@@ -20,6 +20,14 @@ pub fn assert_strictly_increasing<T: Ord + Debug>(values: &[T]) {
     }
 }
 
+/// The wall clock in unix milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as u64
+}
+
 /// `DEBUG DIGEST` of the whole dataset.
 pub fn digest(conn: &mut redis::Connection) -> String {
     redis::cmd("DEBUG")

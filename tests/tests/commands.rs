@@ -2,15 +2,8 @@
 //! DOCS, key specs, INFO, key type, DUMP/RESTORE, COPY, keyspace notifications.
 
 use idgen_core::{Layout, DEFAULT_EPOCH_UNIX_MS};
-use idgen_tests::{assert_strictly_increasing, assert_unique, info_field, Server};
+use idgen_tests::{assert_strictly_increasing, assert_unique, info_field, now_ms, Server};
 use redis::{cmd, Value};
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
 
 #[test]
 fn snowflake_next_replies_an_integer_or_an_array_of_increasing_ids() {

@@ -1,17 +1,10 @@
 //! Misconfiguration is refused at load, with a log line that says what is wrong; good
 //! configurations (including the JavaScript-safe layout) load.
 
-use idgen_tests::{Server, ServerOptions};
+use idgen_tests::{now_ms, Server, ServerOptions};
 use redis::cmd;
 
 const DAY_MS: u64 = 86_400_000;
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
 
 /// Starts a server with `args` and returns its log, failing the test if it loaded.
 fn refused(args: &[&str]) -> String {

@@ -108,6 +108,17 @@ fn options(extra: &[&str]) -> ServerOptions {
     .server_args(extra)
 }
 
+/// A server with AOF on, with or without (`preamble` yes/no) the RDB preamble.
+fn aof_server(preamble: &str) -> Server {
+    Server::start_with(options(&[
+        "--appendonly",
+        "yes",
+        "--aof-use-rdb-preamble",
+        preamble,
+    ]))
+    .unwrap_or_else(|failure| panic!("{}", failure.log))
+}
+
 /// Restarts `server` with its clock 30 s behind.
 fn restart_behind(server: &mut Server) {
     server.terminate();
@@ -142,13 +153,7 @@ fn restart_from_rdb() {
 
 #[test]
 fn restart_from_aof_with_rdb_preamble() {
-    let mut server = Server::start_with(options(&[
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        "yes",
-    ]))
-    .unwrap();
+    let mut server = aof_server("yes");
     let mut conn = server.conn();
     let _: i64 = cmd("SNOWFLAKE.NEXT").arg("early").query(&mut conn).unwrap();
     let _: String = cmd("BGREWRITEAOF").query(&mut conn).unwrap();
@@ -161,13 +166,7 @@ fn restart_from_aof_with_rdb_preamble() {
 
 #[test]
 fn restart_from_aof_without_preamble() {
-    let mut server = Server::start_with(options(&[
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        "no",
-    ]))
-    .unwrap();
+    let mut server = aof_server("no");
     let mut conn = server.conn();
     let before = issue_before(&mut conn);
     // Rewritten as commands: SNOWFLAKE.SETLAST for each key that still exists.
@@ -197,13 +196,7 @@ fn restart_from_aof_without_preamble() {
 
 #[test]
 fn restart_from_aof_without_preamble_replays_the_floor() {
-    let mut server = Server::start_with(options(&[
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        "no",
-    ]))
-    .unwrap();
+    let mut server = aof_server("no");
     let mut conn = server.conn();
     // No rewrite after the burst: the AOF holds every SNOWFLAKE.SETLAST, then the DEL.
     let before = issue_before(&mut conn);
