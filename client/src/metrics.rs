@@ -35,7 +35,8 @@ impl Metrics {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MetricsSnapshot {
-    /// IDs handed to callers (snowflakes and segment values).
+    /// IDs handed to callers: snowflakes as they are handed out, segment values when their
+    /// range is used up and replaced (so the range in use is not counted yet).
     pub ids_served: u64,
     /// Segment ranges taken from the servers.
     pub ranges_fetched: u64,

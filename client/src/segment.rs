@@ -94,17 +94,30 @@ impl SegmentBuffer {
     /// The next value. Waits for the server only when no range is at hand.
     pub async fn next(&self) -> Result<i64> {
         loop {
-            let range = self.shared.current.load_full();
-            let index = range.cursor.fetch_add(1, Ordering::Relaxed);
-            if index < range.count {
-                if index == range.prefetch_at {
-                    self.shared.clone().start_prefetch(&range);
-                }
-                Metrics::add(&self.shared.client.metrics_ref().ids_served, 1);
-                return Ok(range.first + index as i64 * range.step);
+            if let Some(value) = self.try_next() {
+                return Ok(value);
             }
-            self.switch_from(&range).await?;
+            let exhausted = self.shared.current.load_full();
+            if exhausted.cursor.load(Ordering::Relaxed) < exhausted.count {
+                continue; // switched meanwhile
+            }
+            self.switch_from(&exhausted).await?;
         }
+    }
+
+    /// The next value if the current range has one, without waiting: one atomic add on
+    /// the range's cursor (and, once per range, starting the prefetch).
+    pub fn try_next(&self) -> Option<i64> {
+        // A guard, not a clone of the Arc: no shared reference count is touched.
+        let range = self.shared.current.load();
+        let index = range.cursor.fetch_add(1, Ordering::Relaxed);
+        if index >= range.count {
+            return None;
+        }
+        if index == range.prefetch_at {
+            Arc::clone(&self.shared).start_prefetch(&range);
+        }
+        Some(range.first + index as i64 * range.step)
     }
 
     /// The size the next range will have.
@@ -125,7 +138,7 @@ impl SegmentBuffer {
             tokio::pin!(fetched);
             fetched.as_mut().enable();
             if let Some(next) = shared.next.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                shared.current.store(next);
+                shared.install(next);
                 return Ok(());
             }
             if shared.fetching.load(Ordering::Acquire) {
@@ -134,13 +147,20 @@ impl SegmentBuffer {
             }
             // Nothing prefetched and nothing under way (first use, or a prefetch failed).
             let range = shared.fetch().await?;
-            shared.current.store(range);
+            shared.install(range);
             return Ok(());
         }
     }
 }
 
 impl Shared {
+    /// Makes `range` current. The values of the range it replaces are counted as served
+    /// now, in one add, rather than one shared atomic add per value on the fast path.
+    fn install(&self, range: Arc<Range>) {
+        let replaced = self.current.swap(range);
+        Metrics::add(&self.client.metrics_ref().ids_served, replaced.count);
+    }
+
     /// Starts fetching the next range in the background, unless one is already coming.
     fn start_prefetch(self: Arc<Self>, current: &Range) {
         if self.fetching.swap(true, Ordering::AcqRel) {

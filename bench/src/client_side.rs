@@ -1,0 +1,224 @@
+//! Client side: unbatched `next_snowflake` against the raw server at the same concurrency,
+//! local segment values against a plain `AtomicU64::fetch_add` loop, the latency of single
+//! calls around range switches, and in-process generators for context.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idgen_client::{Client, SegmentOptions, Topology};
+use idgen_tests::Server;
+
+use crate::driver::{requests_per_second, Load};
+use crate::server_side::MODULE_ARGS;
+use crate::stats::{median, quantile};
+
+#[derive(Debug, Clone)]
+pub struct Unbatched {
+    pub tasks: u32,
+    pub client_ids_per_second: f64,
+    pub raw_ids_per_second: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Local {
+    pub tasks: u32,
+    pub segment_ids_per_second: f64,
+    pub atomic_ids_per_second: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct SwitchLatency {
+    pub calls: usize,
+    pub switches: u64,
+    pub p50: Duration,
+    pub p9999: Duration,
+    pub worst: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct Results {
+    pub unbatched: Vec<Unbatched>,
+    pub local: Vec<Local>,
+    pub switch_latency: SwitchLatency,
+    pub baselines: Vec<(String, f64)>,
+}
+
+const TASKS: [u32; 3] = [1, 8, 64];
+
+async fn client_rate(client: &Client, tasks: u32, duration: Duration) -> f64 {
+    let deadline = Instant::now() + duration;
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let mut count = 0u64;
+                while Instant::now() < deadline {
+                    client.next_snowflake("k").await.expect("next_snowflake");
+                    count += 1;
+                }
+                count
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    let mut total = 0;
+    for handle in handles {
+        total += handle.await.unwrap();
+    }
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn segment_rate(client: &Client, tasks: u32, per_task: u64) -> f64 {
+    let options = SegmentOptions::default()
+        .initial_size(1_000_000)
+        .max_size(10_000_000);
+    let buffer = client.segment_buffer("local", options);
+    buffer.next().await.unwrap(); // the first range, fetched before timing
+    let started = Instant::now();
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            let buffer = buffer.clone();
+            tokio::spawn(async move {
+                for _ in 0..per_task {
+                    std::hint::black_box(buffer.next().await.unwrap());
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.await.unwrap();
+    }
+    (tasks as u64 * per_task) as f64 / started.elapsed().as_secs_f64()
+}
+
+fn atomic_rate(threads: u32, per_thread: u64) -> f64 {
+    let counter = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let counter = counter.clone();
+            std::thread::spawn(move || {
+                for _ in 0..per_thread {
+                    std::hint::black_box(counter.fetch_add(1, Ordering::Relaxed));
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    (threads as u64 * per_thread) as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn switch_latency(client: &Client, calls: usize) -> SwitchLatency {
+    // Fixed 10,000-value ranges: a switch every 10,000 calls.
+    let options = SegmentOptions::default()
+        .initial_size(10_000)
+        .min_size(10_000)
+        .max_size(10_000);
+    let buffer = client.segment_buffer("switches", options);
+    let before = client.metrics().ranges_fetched;
+    let mut durations = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let started = Instant::now();
+        std::hint::black_box(buffer.next().await.unwrap());
+        durations.push(started.elapsed());
+    }
+    durations.sort();
+    SwitchLatency {
+        calls,
+        switches: client.metrics().ranges_fetched - before,
+        p50: quantile(&durations, 0.5),
+        p9999: quantile(&durations, 0.9999),
+        worst: *durations.last().unwrap(),
+    }
+}
+
+fn baselines(n: u64) -> Vec<(String, f64)> {
+    let rate = |started: Instant| n as f64 / started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(uuid::Uuid::now_v7());
+    }
+    let uuid = rate(started);
+    let mut generator = snowflake::SnowflakeIdGenerator::new(1, 1);
+    let started = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(generator.generate());
+    }
+    let snowflake = rate(started);
+    vec![
+        ("uuid v7 (uuid crate, in process)".to_string(), uuid),
+        (
+            "rs-snowflake generate() (in process)".to_string(),
+            snowflake,
+        ),
+    ]
+}
+
+pub async fn run(rounds: usize, scale: f64) -> Results {
+    let server = Server::start(&MODULE_ARGS);
+    let client = Client::connect(Topology::Single(server.url()))
+        .await
+        .expect("connect");
+    let duration = Duration::from_secs_f64((1.0 * scale).max(0.2));
+    let mut unbatched = Vec::new();
+    for tasks in TASKS {
+        let mut client_rates = Vec::new();
+        let mut raw_rates = Vec::new();
+        for _ in 0..rounds {
+            client_rates.push(client_rate(&client, tasks, duration).await);
+            let load = Load {
+                clients: tasks,
+                pipeline: 1,
+                requests: (40_000.0 * scale) as u64,
+            };
+            let command: Vec<String> = ["SNOWFLAKE.NEXT", "k"].map(String::from).to_vec();
+            let port = server.port();
+            raw_rates.push(
+                tokio::task::spawn_blocking(move || requests_per_second(port, load, &command))
+                    .await
+                    .unwrap(),
+            );
+        }
+        let row = Unbatched {
+            tasks,
+            client_ids_per_second: median(&client_rates),
+            raw_ids_per_second: median(&raw_rates),
+        };
+        eprintln!(
+            "client unbatched {tasks:>2} tasks: {:.0} vs raw {:.0}",
+            row.client_ids_per_second, row.raw_ids_per_second
+        );
+        unbatched.push(row);
+    }
+    let per_task = (5_000_000.0 * scale) as u64;
+    let mut local = Vec::new();
+    for tasks in [1u32, 8] {
+        let mut segment_rates = Vec::new();
+        let mut atomic_rates = Vec::new();
+        for _ in 0..rounds {
+            segment_rates.push(segment_rate(&client, tasks, per_task / u64::from(tasks)).await);
+            atomic_rates.push(atomic_rate(tasks, per_task / u64::from(tasks)));
+        }
+        let row = Local {
+            tasks,
+            segment_ids_per_second: median(&segment_rates),
+            atomic_ids_per_second: median(&atomic_rates),
+        };
+        eprintln!(
+            "local {tasks} tasks: segment {:.0} vs atomic {:.0}",
+            row.segment_ids_per_second, row.atomic_ids_per_second
+        );
+        local.push(row);
+    }
+    let switch_latency = switch_latency(&client, (2_000_000.0 * scale) as usize).await;
+    let baselines = baselines((2_000_000.0 * scale) as u64);
+    Results {
+        unbatched,
+        local,
+        switch_latency,
+        baselines,
+    }
+}

@@ -1,0 +1,111 @@
+//! Side-by-side benchmarks of redis-idgen, written to BENCHMARKS.md and bench/throughput.svg.
+//!
+//! `cargo run --release -p idgen-bench -- [--quick] [--rounds N]` (scripts/bench.sh builds
+//! the module first). `--quick` runs a small version for a smoke test.
+
+mod client_side;
+mod driver;
+mod plot;
+mod report;
+mod seed;
+mod server_side;
+mod stats;
+
+use std::path::Path;
+use std::process::Command;
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|m| m.trim_start_matches([' ', '\t', ':']).to_string())
+            })
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            info.lines().next().map(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .unwrap_or("0")
+                    .parse::<u64>()
+                    .unwrap_or(0)
+                    / 1024
+                    / 1024
+            })
+        })
+        .unwrap_or(0);
+    let version = |program: &str, flag: &str| {
+        Command::new(program)
+            .arg(flag)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    format!(
+        "{cpu}, {cores} cores, {memory} GiB; {}; {}",
+        version("redis-server", "--version"),
+        version("rustc", "--version")
+    )
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let rounds = args
+        .iter()
+        .position(|a| a == "--rounds")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(if quick { 1 } else { 3 });
+    let scale = if quick { 0.1 } else { 1.0 };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+
+    eprintln!("server side…");
+    let server = tokio::task::spawn_blocking(move || server_side::run(rounds, scale))
+        .await
+        .unwrap();
+    eprintln!("client side…");
+    let client = client_side::run(rounds, scale).await;
+    eprintln!("time to N IDs…");
+    let counts: &[u64] = if quick {
+        &seed::COUNTS[..2]
+    } else {
+        &seed::COUNTS
+    };
+    let seed = seed::run(counts).await;
+
+    let context = report::Context {
+        machine: machine(),
+        command: if quick {
+            "scripts/bench.sh --quick".into()
+        } else {
+            "scripts/bench.sh".into()
+        },
+        rounds,
+    };
+    let text = report::render(&context, &server, &client, &seed);
+    let (report_path, plot_path) = if quick {
+        (
+            std::env::temp_dir().join("BENCHMARKS.quick.md"),
+            std::env::temp_dir().join("throughput.quick.svg"),
+        )
+    } else {
+        (
+            root.join("BENCHMARKS.md"),
+            root.join("bench/throughput.svg"),
+        )
+    };
+    std::fs::write(&report_path, text).expect("write the report");
+    plot::draw(&server, &plot_path).expect("draw the plot");
+    eprintln!(
+        "wrote {} and {}",
+        report_path.display(),
+        plot_path.display()
+    );
+}
