@@ -49,6 +49,10 @@ pub fn render(
     let _ = writeln!(w, "Machine: {}\n", context.machine);
     let _ = writeln!(
         w,
+        "Why the missed targets are missed, with profiles: [docs/performance.md](docs/performance.md).\n"
+    );
+    let _ = writeln!(
+        w,
         "![IDs per second by connections, pipelines 1 and 32](bench/throughput.svg)\n"
     );
 
