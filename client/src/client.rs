@@ -205,15 +205,25 @@ impl Client {
     }
 }
 
-/// Reads one node's identity over a short-lived connection.
-async fn read_identity(url: &str, settings: &Settings) -> Result<NodeIdentity> {
+/// A short-lived connection (outside the pools) with the configured timeouts, for the
+/// checks made at connect.
+async fn short_connection(
+    url: &str,
+    settings: &Settings,
+) -> Result<(redis::Client, redis::aio::MultiplexedConnection)> {
     let client = redis::Client::open(url)?;
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(settings.connect_timeout)
         .set_response_timeout(settings.response_timeout);
-    let mut conn = client
+    let conn = client
         .get_multiplexed_async_connection_with_config(&config)
         .await?;
+    Ok((client, conn))
+}
+
+/// Reads one node's identity.
+async fn read_identity(url: &str, settings: &Settings) -> Result<NodeIdentity> {
+    let (client, mut conn) = short_connection(url, settings).await?;
     let pairs: Vec<(String, String)> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("idgen.*")
@@ -229,13 +239,7 @@ async fn cluster_members(seeds: &[String], settings: &Settings) -> Result<Vec<St
     let mut last_error = None;
     for seed in seeds {
         let attempt = async {
-            let client = redis::Client::open(seed.as_str())?;
-            let config = redis::AsyncConnectionConfig::new()
-                .set_connection_timeout(settings.connect_timeout)
-                .set_response_timeout(settings.response_timeout);
-            let mut conn = client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await?;
+            let (_, mut conn) = short_connection(seed, settings).await?;
             let nodes: String = redis::cmd("CLUSTER")
                 .arg("NODES")
                 .query_async(&mut conn)
