@@ -3,17 +3,19 @@
 //! Commands are registered with our own `extern "C"` entry points (see `registry.rs`), so
 //! arguments are read in place from `argv` without copying them into owned strings.
 
+use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_longlong, CStr, CString};
 use std::ptr::NonNull;
 
 use redis_module::raw;
 
 /// The context of one command call.
-#[derive(Clone, Copy)]
 pub struct Call {
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: usize,
+    /// The context flags, asked of Redis once per call (a batch reply consults them per ID).
+    flags: Cell<Option<u32>>,
 }
 
 /// Why a command stops before doing its work: the error reply to send.
@@ -52,6 +54,7 @@ impl Call {
             ctx,
             argv,
             argc: usize::try_from(argc).unwrap_or(0),
+            flags: Cell::new(None),
         }
     }
 
@@ -87,10 +90,16 @@ impl Call {
         unsafe { raw::RedisModule_GetSelectedDb.unwrap()(self.ctx) }
     }
 
-    /// The context flags (replica, loading, replicated from master…).
+    /// The context flags (replica, loading, replicated from master, in a script…). They
+    /// cannot change while a command runs, so Redis is asked once.
     pub fn flags(&self) -> u32 {
+        if let Some(flags) = self.flags.get() {
+            return flags;
+        }
         // SAFETY: ctx is the running command's context.
-        unsafe { raw::RedisModule_GetContextFlags.unwrap()(self.ctx) as u32 }
+        let flags = unsafe { raw::RedisModule_GetContextFlags.unwrap()(self.ctx) as u32 };
+        self.flags.set(Some(flags));
+        flags
     }
 
     /// Whether the call comes from the master's replication stream or from loading a file,
