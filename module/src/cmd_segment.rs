@@ -33,19 +33,15 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
         }
         _ => return Err(wrong_type()),
     };
-    let fence = if config.segment_fence > 0 && fence::take(call.selected_db(), call.arg_bytes(1)) {
-        config.segment_fence
-    } else {
-        0
-    };
-    let range =
-        next_range(current, config.identity, count.unwrap_or(1), fence).inspect_err(|_| {
-            if fence > 0 {
-                fence::untake(call.selected_db(), call.arg_bytes(1));
-            }
-        })?;
+    let fenced =
+        config.segment_fence > 0 && fence::is_pending(call.selected_db(), call.arg_bytes(1));
+    let fence = if fenced { config.segment_fence } else { 0 };
+    let range = next_range(current, config.identity, count.unwrap_or(1), fence)?;
     key.set_integer(range.last)?;
     drop(key);
+    if fenced {
+        fence::mark_applied(call.selected_db(), call.arg_bytes(1));
+    }
 
     call.replicate_key_value(c"SET", key_name, range.last);
     call.notify(raw::NotifyEvent::STRING, c"segment.next", key_name);

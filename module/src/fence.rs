@@ -7,15 +7,15 @@
 //! the module loading (a restart) and from the role-changed server event (`REPLICAOF NO
 //! ONE`, cluster failover) — never from loading data, so replaying an AOF applies nothing.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::counters;
 
-/// Keys (database, name) already fenced since the last event.
+/// Keys already fenced since the last event, by database. `None` until the first event.
 struct FenceState {
     events: u64,
-    fenced: Option<HashSet<(i32, Vec<u8>)>>,
+    fenced: Option<HashMap<i32, HashSet<Vec<u8>>>>,
 }
 
 static STATE: Mutex<FenceState> = Mutex::new(FenceState {
@@ -33,7 +33,7 @@ fn lock() -> MutexGuard<'static, FenceState> {
 pub fn new_event() {
     let mut state = lock();
     state.events += 1;
-    state.fenced = Some(HashSet::new());
+    state.fenced = Some(HashMap::new());
 }
 
 /// How many events (start and promotions) there have been.
@@ -41,26 +41,20 @@ pub fn events() -> u64 {
     lock().events
 }
 
-/// Whether the key must skip the fence now; if so, it is recorded as fenced for this event.
-pub fn take(db: i32, key: &[u8]) -> bool {
-    let mut state = lock();
-    let Some(fenced) = state.fenced.as_mut() else {
-        return false;
-    };
-    if fenced.contains(&(db, key.to_vec())) {
-        return false;
-    }
-    fenced.insert((db, key.to_vec()));
-    counters::FENCES_APPLIED.add(1);
-    true
+/// Whether the key has not had its fence since the last event. Allocates nothing.
+pub fn is_pending(db: i32, key: &[u8]) -> bool {
+    lock()
+        .fenced
+        .as_ref()
+        .is_some_and(|fenced| !fenced.get(&db).is_some_and(|keys| keys.contains(key)))
 }
 
-/// Undoes [`take`] for a call that was refused, so the fence is applied by the next call
-/// that succeeds.
-pub fn untake(db: i32, key: &[u8]) {
+/// Records that the key had its fence for this event (after the call that applied it
+/// succeeded).
+pub fn mark_applied(db: i32, key: &[u8]) {
     if let Some(fenced) = lock().fenced.as_mut() {
-        if fenced.remove(&(db, key.to_vec())) {
-            counters::FENCES_APPLIED.sub(1);
+        if fenced.entry(db).or_default().insert(key.to_vec()) {
+            counters::FENCES_APPLIED.add(1);
         }
     }
 }
