@@ -146,6 +146,19 @@ impl Client {
     }
 
     async fn snowflakes(&self, key: &str, count: u32, shard: Option<u32>) -> Result<Vec<i64>> {
+        let ids = self.fetch_snowflakes(key, count, shard).await?;
+        Metrics::add(&self.inner.metrics.ids_served, ids.len() as u64);
+        Ok(ids)
+    }
+
+    /// A batch of snowflake IDs, not yet counted as served (a cache counts them when it
+    /// hands them out).
+    pub(crate) async fn fetch_snowflakes(
+        &self,
+        key: &str,
+        count: u32,
+        shard: Option<u32>,
+    ) -> Result<Vec<i64>> {
         if count == 0 {
             return Err(Error::InvalidArgument("count must be at least 1".into()));
         }
@@ -154,9 +167,7 @@ impl Client {
         if let Some(shard) = shard {
             cmd.arg("SHARD").arg(shard);
         }
-        let ids: Vec<i64> = self.run(&cmd).await?;
-        Metrics::add(&self.inner.metrics.ids_served, ids.len() as u64);
-        Ok(ids)
+        self.run(&cmd).await
     }
 
     /// The next segment value for `key` (`SEGMENT.NEXT key`).

@@ -53,7 +53,7 @@ impl SnowflakeCache {
                 Metrics::add(&self.shared.client.metrics_ref().ids_served, 1);
                 return Ok(id);
             }
-            self.shared.refill().await?;
+            self.shared.fetch().await?;
         }
     }
 
@@ -102,22 +102,13 @@ impl Shared {
         Some(id)
     }
 
-    async fn refill(&self) -> Result<()> {
-        self.fetch().await
-    }
-
     #[tracing::instrument(level = "debug", skip(self), fields(key = %self.key))]
     async fn fetch(&self) -> Result<()> {
         let ids = self
             .client
-            .next_snowflakes(&self.key, self.options.batch.max(1))
+            .fetch_snowflakes(&self.key, self.options.batch.max(1), None)
             .await?;
-        // next_snowflakes counted them as served; they are only cached so far.
-        let metrics = self.client.metrics_ref();
-        metrics
-            .ids_served
-            .fetch_sub(ids.len() as u64, Ordering::Relaxed);
-        Metrics::add(&metrics.snowflake_batches_fetched, 1);
+        Metrics::add(&self.client.metrics_ref().snowflake_batches_fetched, 1);
         self.lock().push_back(Batch {
             ids: ids.into(),
             fetched: Instant::now(),
