@@ -130,6 +130,14 @@ impl Cluster {
         panic!("no cluster node answers");
     }
 
+    /// A replica of the master with id `master_id`, as the cluster sees it now.
+    pub fn replica_of(&self, master_id: &str) -> NodeInfo {
+        self.nodes()
+            .into_iter()
+            .find(|node| node.replica_of.as_deref() == Some(master_id))
+            .unwrap_or_else(|| panic!("no replica of master {master_id}"))
+    }
+
     /// The pid of the node on `port`.
     pub fn pid(&self, port: u16) -> u32 {
         let index = port - self.base_port;

@@ -299,11 +299,7 @@ async fn routing_resharding_and_a_coordinated_failover_under_load() {
     let load = Load::start(&client);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let master = owner(&cluster, slot);
-    let replica = cluster
-        .nodes()
-        .into_iter()
-        .find(|n| n.replica_of.as_deref() == Some(master.id.as_str()))
-        .expect("a replica of the busy key's master");
+    let replica = cluster.replica_of(&master.id);
     let _: () = cmd("CLUSTER")
         .arg("FAILOVER")
         .query(&mut cluster.node_conn(replica.port))
@@ -334,11 +330,7 @@ async fn a_master_killed_under_load_is_replaced_without_duplicates() {
     let load = Load::start(&client);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let master = owner(&cluster, slot);
-    let replica = cluster
-        .nodes()
-        .into_iter()
-        .find(|n| n.replica_of.as_deref() == Some(master.id.as_str()))
-        .expect("a replica");
+    let replica = cluster.replica_of(&master.id);
     cluster.kill(master.port);
     tokio::task::block_in_place(|| {
         wait_until("the replica took over", Duration::from_secs(30), || {
