@@ -42,6 +42,7 @@ mod connection;
 mod deployment;
 mod error;
 mod metrics;
+mod range_slots;
 mod segment;
 mod settings;
 mod snowflake_cache;

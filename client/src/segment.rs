@@ -1,8 +1,8 @@
 //! The client half of Leaf-segment: ranges taken from the server with
 //! `SEGMENT.NEXT key COUNT n`, handed out locally.
 //!
-//! - Fast path, lock-free: the current range is behind an `ArcSwap`; taking a value is one
-//!   atomic `fetch_add` on the range's cursor, so every value goes to exactly one caller.
+//! - Fast path, lock-free: taking a value is one atomic `fetch_add` on a cursor plus a few
+//!   plain loads (see `range_slots.rs`), so every value goes to exactly one caller.
 //! - Double buffer: when a set fraction of the current range is used (10% by default, as in
 //!   Leaf), the next range is fetched in the background, so callers do not wait at the
 //!   switch unless both ranges run out.
@@ -14,45 +14,24 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use arc_swap::ArcSwap;
 use tokio::sync::Notify;
 
 use crate::client::Client;
 use crate::error::Result;
 use crate::metrics::Metrics;
+use crate::range_slots::{Epoch, RangeSlots, RangeSpec, Taken};
 use crate::settings::SegmentOptions;
-
-/// One range being handed out.
-struct Range {
-    first: i64,
-    step: i64,
-    count: u64,
-    cursor: AtomicU64,
-    /// The cursor value at which the next range is fetched.
-    prefetch_at: u64,
-    installed: Instant,
-}
-
-impl Range {
-    fn empty() -> Self {
-        Range {
-            first: 0,
-            step: 1,
-            count: 0,
-            cursor: AtomicU64::new(0),
-            prefetch_at: u64::MAX,
-            installed: Instant::now(),
-        }
-    }
-}
 
 struct Shared {
     client: Client,
     key: String,
     options: SegmentOptions,
-    current: ArcSwap<Range>,
+    /// The range being handed out.
+    current: RangeSlots,
+    /// When the current range was installed, to size the next one.
+    installed_at: Mutex<Instant>,
     /// The prefetched range, waiting for the current one to run out.
-    next: Mutex<Option<Arc<Range>>>,
+    next: Mutex<Option<RangeSpec>>,
     fetching: AtomicBool,
     fetched: Notify,
     /// Serializes switching ranges (the slow path only).
@@ -80,7 +59,8 @@ impl SegmentBuffer {
             shared: Arc::new(Shared {
                 client,
                 key: key.to_string(),
-                current: ArcSwap::from_pointee(Range::empty()),
+                current: RangeSlots::new(),
+                installed_at: Mutex::new(Instant::now()),
                 next: Mutex::new(None),
                 fetching: AtomicBool::new(false),
                 fetched: Notify::new(),
@@ -94,30 +74,33 @@ impl SegmentBuffer {
     /// The next value. Waits for the server only when no range is at hand.
     pub async fn next(&self) -> Result<i64> {
         loop {
-            if let Some(value) = self.try_next() {
-                return Ok(value);
+            match self.take() {
+                Ok(value) => return Ok(value),
+                Err(exhausted) => self.switch_from(exhausted).await?,
             }
-            let exhausted = self.shared.current.load_full();
-            if exhausted.cursor.load(Ordering::Relaxed) < exhausted.count {
-                continue; // switched meanwhile
-            }
-            self.switch_from(&exhausted).await?;
         }
     }
 
     /// The next value if the current range has one, without waiting: one atomic add on
     /// the range's cursor (and, once per range, starting the prefetch).
     pub fn try_next(&self) -> Option<i64> {
-        // A guard, not a clone of the Arc: no shared reference count is touched.
-        let range = self.shared.current.load();
-        let index = range.cursor.fetch_add(1, Ordering::Relaxed);
-        if index >= range.count {
-            return None;
+        self.take().ok()
+    }
+
+    /// A value of the current range, or the epoch of the used-up range.
+    fn take(&self) -> std::result::Result<i64, Epoch> {
+        match self.shared.current.take() {
+            Taken::Value {
+                value,
+                prefetch_due,
+            } => {
+                if prefetch_due {
+                    Arc::clone(&self.shared).start_prefetch();
+                }
+                Ok(value)
+            }
+            Taken::Exhausted(epoch) => Err(epoch),
         }
-        if index == range.prefetch_at {
-            Arc::clone(&self.shared).start_prefetch(&range);
-        }
-        Some(range.first + index as i64 * range.step)
     }
 
     /// The size the next range will have.
@@ -125,13 +108,13 @@ impl SegmentBuffer {
         self.shared.size.load(Ordering::Relaxed)
     }
 
-    /// Replaces the used-up `exhausted` range: with the prefetched one if it is there, else
-    /// after waiting for the fetch under way, else by fetching now.
-    async fn switch_from(&self, exhausted: &Arc<Range>) -> Result<()> {
+    /// Replaces the used-up range of epoch `exhausted`: with the prefetched one if it is
+    /// there, else after waiting for the fetch under way, else by fetching now.
+    async fn switch_from(&self, exhausted: Epoch) -> Result<()> {
         let shared = &self.shared;
         let _switching = shared.switching.lock().await;
         loop {
-            if !Arc::ptr_eq(&shared.current.load(), exhausted) {
+            if shared.current.epoch() != exhausted {
                 return Ok(()); // another caller switched while this one waited
             }
             let fetched = shared.fetched.notified();
@@ -156,17 +139,19 @@ impl SegmentBuffer {
 impl Shared {
     /// Makes `range` current. The values of the range it replaces are counted as served
     /// now, in one add, rather than one shared atomic add per value on the fast path.
-    fn install(&self, range: Arc<Range>) {
-        let replaced = self.current.swap(range);
+    /// Only one caller installs at a time: it holds `switching`.
+    fn install(&self, range: RangeSpec) {
+        *self.installed_at.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        let replaced = self.current.install(range);
         Metrics::add(&self.client.metrics_ref().ids_served, replaced.count);
     }
 
     /// Starts fetching the next range in the background, unless one is already coming.
-    fn start_prefetch(self: Arc<Self>, current: &Range) {
+    fn start_prefetch(self: Arc<Self>) {
         if self.fetching.swap(true, Ordering::AcqRel) {
             return;
         }
-        self.resize(current);
+        self.resize();
         tokio::spawn(async move {
             match self.fetch().await {
                 Ok(range) => *self.next.lock().unwrap_or_else(|p| p.into_inner()) = Some(range),
@@ -179,10 +164,16 @@ impl Shared {
         });
     }
 
-    /// Sizes the next range from how fast `current` is being used.
-    fn resize(&self, current: &Range) {
+    /// Sizes the next range from how fast the current one is being used: its prefetch
+    /// point has just been reached.
+    fn resize(&self) {
+        let current = self.current.current();
         let used = current.prefetch_at.max(1);
-        let elapsed = current.installed.elapsed();
+        let elapsed = self
+            .installed_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .elapsed();
         let projected = elapsed.mul_f64(current.count as f64 / used as f64);
         let target = self.options.target_duration;
         let size = self.size.load(Ordering::Relaxed);
@@ -198,18 +189,16 @@ impl Shared {
     }
 
     #[tracing::instrument(level = "debug", skip(self), fields(key = %self.key))]
-    async fn fetch(&self) -> Result<Arc<Range>> {
+    async fn fetch(&self) -> Result<RangeSpec> {
         let size = self.size.load(Ordering::Relaxed);
         let range = self.client.take_segment_range(&self.key, size).await?;
         let prefetch_at =
             ((range.count as f64) * self.options.prefetch_after.clamp(0.0, 1.0)) as u64;
-        Ok(Arc::new(Range {
+        Ok(RangeSpec {
             first: range.first,
             step: range.step as i64,
             count: range.count,
-            cursor: AtomicU64::new(0),
             prefetch_at: prefetch_at.min(range.count.saturating_sub(1)),
-            installed: Instant::now(),
-        }))
+        })
     }
 }

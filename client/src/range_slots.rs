@@ -1,0 +1,294 @@
+//! The lock-free half of a segment buffer: the range being handed out, read by any number of
+//! callers while one installer at a time replaces it.
+//!
+//! Taking a value costs one atomic add and a few plain loads, close to a bare
+//! `AtomicU64::fetch_add`:
+//! - One cursor word packs the range's *epoch* (which range this is) above the *index* of the
+//!   next value in it. `fetch_add(1)` hands every (epoch, index) pair to exactly one caller.
+//! - The range itself sits in one of two slots, chosen by the epoch's parity, and is
+//!   published before the cursor moves to its epoch, so a caller that read epoch `e` from
+//!   the cursor finds range `e` in its slot.
+//! - A caller that stalled while two more ranges were installed would find its slot reused;
+//!   each slot carries the epoch it holds and is written seqlock-style, so that caller sees
+//!   the mismatch and takes again. The index it drew is skipped: never handed out twice.
+//!
+//! Why not a pointer swap (`ArcSwap`): loading and releasing a guard costs two or three
+//! atomic read-modify-writes on shared memory per value, a quarter of the bare counter's rate.
+
+use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering};
+
+/// Bits of the cursor that count values within a range; the epoch is above them. 2^40 is
+/// far beyond any range (a segment call returns at most 10^9 values) plus the failed takes
+/// of callers waiting for the next range.
+const INDEX_BITS: u32 = 40;
+const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
+/// Marks a slot being rewritten; no epoch (24 bits) has this value.
+const WRITING: u64 = u64::MAX;
+
+/// A range of segment values as the installer describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RangeSpec {
+    /// The first value.
+    pub first: i64,
+    /// The distance between consecutive values.
+    pub step: i64,
+    /// How many values the range holds.
+    pub count: u64,
+    /// The index whose taker is told to start fetching the next range.
+    pub prefetch_at: u64,
+}
+
+impl RangeSpec {
+    /// A range with no values, the state before the first fetch.
+    pub const EMPTY: RangeSpec = RangeSpec {
+        first: 0,
+        step: 1,
+        count: 0,
+        prefetch_at: u64::MAX,
+    };
+}
+
+/// Which installed range a value was drawn from; increases by one per install.
+pub(crate) type Epoch = u64;
+
+/// What [`RangeSlots::take`] got.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Taken {
+    /// A value no other caller gets; `prefetch_due` is true for exactly one caller per range.
+    Value { value: i64, prefetch_due: bool },
+    /// The range of this epoch is used up.
+    Exhausted(Epoch),
+}
+
+/// One range, written only by the installer, read by every taker.
+#[derive(Default)]
+struct Slot {
+    /// The epoch whose range the slot holds, or [`WRITING`] while it is being rewritten.
+    epoch: AtomicU64,
+    first: AtomicI64,
+    step: AtomicI64,
+    count: AtomicU64,
+    prefetch_at: AtomicU64,
+}
+
+/// Keeps the cursor, written by every taker, off the cache line the slots are read from.
+#[repr(align(128))]
+#[derive(Default)]
+struct Padded<T>(T);
+
+/// The current range of a segment buffer and the one before it.
+pub(crate) struct RangeSlots {
+    cursor: Padded<AtomicU64>,
+    slots: Padded<[Slot; 2]>,
+}
+
+impl RangeSlots {
+    /// Slots holding [`RangeSpec::EMPTY`] as epoch 0.
+    pub fn new() -> Self {
+        let slots = RangeSlots {
+            cursor: Padded::default(),
+            slots: Padded::default(),
+        };
+        slots.write_slot(0, RangeSpec::EMPTY);
+        slots
+    }
+
+    /// The epoch of the current range.
+    pub fn epoch(&self) -> Epoch {
+        self.cursor.0.load(Ordering::Acquire) >> INDEX_BITS
+    }
+
+    /// The current range (empty if an install replaced it while it was being read).
+    pub fn current(&self) -> RangeSpec {
+        self.read_slot(self.epoch()).unwrap_or(RangeSpec::EMPTY)
+    }
+
+    /// Takes the next value of the current range.
+    pub fn take(&self) -> Taken {
+        loop {
+            // Acquire: pairs with the Release store in `install`, so the slot of the epoch
+            // read here is already written.
+            let drawn = self.cursor.0.fetch_add(1, Ordering::Acquire);
+            let epoch = drawn >> INDEX_BITS;
+            let index = drawn & INDEX_MASK;
+            let Some(range) = self.read_slot(epoch) else {
+                continue; // the slot was reused while this caller stalled: draw again
+            };
+            if index >= range.count {
+                return Taken::Exhausted(epoch);
+            }
+            return Taken::Value {
+                value: range.first + index as i64 * range.step,
+                prefetch_due: index == range.prefetch_at,
+            };
+        }
+    }
+
+    /// Makes `range` current and returns the one it replaces. Installs must not run
+    /// concurrently with each other (takes may).
+    pub fn install(&self, range: RangeSpec) -> RangeSpec {
+        let epoch = self.epoch();
+        let replaced = self.current();
+        let next = (epoch + 1) & (u64::MAX >> INDEX_BITS);
+        self.write_slot(next, range);
+        // Release: a taker that draws the new epoch sees the slot written above. Draws from
+        // the old epoch made before this store keep their (unique) indexes.
+        self.cursor.0.store(next << INDEX_BITS, Ordering::Release);
+        replaced
+    }
+
+    /// The range of `epoch`, or `None` if its slot now holds another epoch (or is being
+    /// rewritten).
+    fn read_slot(&self, epoch: Epoch) -> Option<RangeSpec> {
+        let slot = &self.slots.0[(epoch & 1) as usize];
+        if slot.epoch.load(Ordering::Acquire) != epoch {
+            return None;
+        }
+        let range = RangeSpec {
+            first: slot.first.load(Ordering::Relaxed),
+            step: slot.step.load(Ordering::Relaxed),
+            count: slot.count.load(Ordering::Relaxed),
+            prefetch_at: slot.prefetch_at.load(Ordering::Relaxed),
+        };
+        // Seqlock validation: the fields read above belong to `epoch` only if the slot
+        // still holds it after they were read.
+        fence(Ordering::Acquire);
+        (slot.epoch.load(Ordering::Relaxed) == epoch).then_some(range)
+    }
+
+    fn write_slot(&self, epoch: Epoch, range: RangeSpec) {
+        let slot = &self.slots.0[(epoch & 1) as usize];
+        slot.epoch.store(WRITING, Ordering::Relaxed);
+        // Release: a reader that sees any field below also sees WRITING (or a later epoch).
+        fence(Ordering::Release);
+        slot.first.store(range.first, Ordering::Relaxed);
+        slot.step.store(range.step, Ordering::Relaxed);
+        slot.count.store(range.count, Ordering::Relaxed);
+        slot.prefetch_at.store(range.prefetch_at, Ordering::Relaxed);
+        slot.epoch.store(epoch, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+    use std::sync::{Arc, Mutex};
+
+    fn range(first: i64, step: i64, count: u64) -> RangeSpec {
+        RangeSpec {
+            first,
+            step,
+            count,
+            prefetch_at: count / 2,
+        }
+    }
+
+    #[test]
+    fn empty_until_the_first_install() {
+        let slots = RangeSlots::new();
+        assert_eq!(slots.take(), Taken::Exhausted(0));
+        assert_eq!(slots.install(range(10, 3, 2)), RangeSpec::EMPTY);
+        assert_eq!(slots.epoch(), 1);
+    }
+
+    #[test]
+    fn hands_out_the_range_in_order_then_reports_it_used_up() {
+        let slots = RangeSlots::new();
+        slots.install(range(10, 3, 4));
+        let taken: Vec<Taken> = (0..5).map(|_| slots.take()).collect();
+        assert_eq!(
+            taken,
+            vec![
+                Taken::Value {
+                    value: 10,
+                    prefetch_due: false
+                },
+                Taken::Value {
+                    value: 13,
+                    prefetch_due: false
+                },
+                Taken::Value {
+                    value: 16,
+                    prefetch_due: true
+                },
+                Taken::Value {
+                    value: 19,
+                    prefetch_due: false
+                },
+                Taken::Exhausted(1),
+            ]
+        );
+        assert_eq!(slots.install(range(100, 1, 1)), range(10, 3, 4));
+        // A one-value range: its only taker is the one told to prefetch.
+        assert_eq!(
+            slots.take(),
+            Taken::Value {
+                value: 100,
+                prefetch_due: true
+            }
+        );
+    }
+
+    #[test]
+    fn a_stale_epoch_is_never_read_as_another_range() {
+        let slots = RangeSlots::new();
+        slots.install(range(0, 1, 5)); // epoch 1, slot 1
+        slots.install(range(100, 1, 5)); // epoch 2, slot 0
+        slots.install(range(200, 1, 5)); // epoch 3, slot 1 again
+        assert_eq!(slots.read_slot(1), None);
+        assert_eq!(slots.read_slot(3), Some(range(200, 1, 5)));
+    }
+
+    /// Four threads take while one installs small ranges: every other range only once the
+    /// takers have used it up, the others at once (so takers race installs and slot reuse).
+    /// Every value is taken at most once and lies in an installed range; the waited-for
+    /// ranges are handed out nearly whole.
+    #[test]
+    fn concurrent_takes_and_installs_hand_out_each_value_once() {
+        const RANGES: i64 = 4_000;
+        const PER_RANGE: u64 = 50;
+        let slots = Arc::new(RangeSlots::new());
+        let taken = Arc::new(Mutex::new(Vec::new()));
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let takers: Vec<_> = (0..4)
+            .map(|_| {
+                let (slots, taken, done) = (slots.clone(), taken.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let mut mine = Vec::new();
+                    while !done.load(Ordering::Acquire) {
+                        if let Taken::Value { value, .. } = slots.take() {
+                            mine.push(value);
+                        }
+                    }
+                    taken.lock().unwrap().extend(mine);
+                })
+            })
+            .collect();
+        for n in 0..RANGES {
+            // Range n holds n·1000 .. n·1000 + 49: disjoint, as the server's are.
+            slots.install(range(n * 1000, 1, PER_RANGE));
+            while n % 2 == 0 && slots.cursor.0.load(Ordering::Relaxed) & INDEX_MASK < PER_RANGE {
+                std::hint::spin_loop();
+            }
+        }
+        done.store(true, Ordering::Release);
+        for taker in takers {
+            taker.join().unwrap();
+        }
+        let taken = taken.lock().unwrap();
+        let distinct: HashSet<i64> = taken.iter().copied().collect();
+        assert_eq!(distinct.len(), taken.len(), "a value was handed out twice");
+        assert!(taken
+            .iter()
+            .all(|v| v % 1000 < PER_RANGE as i64 && v / 1000 < RANGES));
+        // A waited-for range loses a value only to a taker whose slot was reused between
+        // its draw and its read: at most one per taker.
+        for n in (0..RANGES).step_by(2) {
+            let got = (0..PER_RANGE as i64)
+                .filter(|i| distinct.contains(&(n * 1000 + i)))
+                .count();
+            assert!(got >= PER_RANGE as usize - 4, "range {n}: {got} values");
+        }
+    }
+}
