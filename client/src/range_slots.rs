@@ -104,6 +104,7 @@ impl RangeSlots {
     }
 
     /// Takes the next value of the current range.
+    #[inline]
     pub fn take(&self) -> Taken {
         loop {
             // Acquire: pairs with the Release store in `install`, so the slot of the epoch
@@ -111,7 +112,9 @@ impl RangeSlots {
             let drawn = self.cursor.0.fetch_add(1, Ordering::Acquire);
             let epoch = drawn >> INDEX_BITS;
             let index = drawn & INDEX_MASK;
-            let Some(range) = self.read_slot(epoch) else {
+            // Both slots are read, so that the loads' addresses do not wait for the add.
+            let (even, odd) = (self.read_slot(epoch & !1), self.read_slot(epoch | 1));
+            let Some(range) = (if epoch & 1 == 0 { even } else { odd }) else {
                 continue; // the slot was reused while this caller stalled: draw again
             };
             if index >= range.count {
@@ -139,6 +142,7 @@ impl RangeSlots {
 
     /// The range of `epoch`, or `None` if its slot now holds another epoch (or is being
     /// rewritten).
+    #[inline]
     fn read_slot(&self, epoch: Epoch) -> Option<RangeSpec> {
         let slot = &self.slots.0[(epoch & 1) as usize];
         if slot.epoch.load(Ordering::Acquire) != epoch {
@@ -246,7 +250,7 @@ mod tests {
     /// ranges are handed out nearly whole.
     #[test]
     fn concurrent_takes_and_installs_hand_out_each_value_once() {
-        const RANGES: i64 = 4_000;
+        const RANGES: i64 = 20_000;
         const PER_RANGE: u64 = 50;
         let slots = Arc::new(RangeSlots::new());
         let taken = Arc::new(Mutex::new(Vec::new()));

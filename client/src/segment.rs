@@ -83,11 +83,13 @@ impl SegmentBuffer {
 
     /// The next value if the current range has one, without waiting: one atomic add on
     /// the range's cursor (and, once per range, starting the prefetch).
+    #[inline]
     pub fn try_next(&self) -> Option<i64> {
         self.take().ok()
     }
 
     /// A value of the current range, or the epoch of the used-up range.
+    #[inline]
     fn take(&self) -> std::result::Result<i64, Epoch> {
         match self.shared.current.take() {
             Taken::Value {
@@ -95,12 +97,19 @@ impl SegmentBuffer {
                 prefetch_due,
             } => {
                 if prefetch_due {
-                    Arc::clone(&self.shared).start_prefetch();
+                    self.start_prefetch();
                 }
                 Ok(value)
             }
             Taken::Exhausted(epoch) => Err(epoch),
         }
+    }
+
+    /// Kept out of line so that the fast path stays small.
+    #[cold]
+    #[inline(never)]
+    fn start_prefetch(&self) {
+        Arc::clone(&self.shared).start_prefetch();
     }
 
     /// The size the next range will have.
