@@ -193,7 +193,7 @@ pub async fn run(rounds: usize, scale: f64) -> Results {
         );
         unbatched.push(row);
     }
-    let per_task = (5_000_000.0 * scale) as u64;
+    let per_task = (20_000_000.0 * scale) as u64;
     let mut local = Vec::new();
     for tasks in [1u32, 8] {
         let mut segment_rates = Vec::new();

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, FromRedisValue};
 
-use crate::connection::{pool, ClusterConnector, Manager, NodeConnector};
+use crate::connection::{lend, pool, ClusterConnector, Manager, NodeConnector};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::settings::Settings;
@@ -40,13 +40,10 @@ impl Node {
     }
 
     pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
-        let mut conn = self.pool.get().await?;
-        let result = cmd.query_async(&mut conn.connection).await;
+        let mut lent = lend(&self.pool).await?;
+        let result = cmd.query_async(&mut lent.connection).await;
         if let Err(error) = &result {
-            if error.is_io_error() || error.is_timeout() || error.is_connection_dropped() {
-                // The multiplexed connection does not recover: let the pool drop it.
-                conn.broken = true;
-            }
+            lent.check(error);
         }
         Ok(result?)
     }
@@ -148,10 +145,10 @@ impl Cluster {
         let mut retried = false;
         loop {
             let result = async {
-                let mut conn = self.pool.get().await?;
-                let result = cmd.query_async(&mut conn.connection).await;
+                let mut lent = lend(&self.pool).await?;
+                let result = cmd.query_async(&mut lent.connection).await;
                 if let Err(error) = &result {
-                    conn.broken = error.is_io_error() || error.is_connection_dropped();
+                    lent.check(error);
                 }
                 Ok::<T, Error>(result?)
             }

@@ -1,31 +1,68 @@
 //! Pooled connections (bb8) to single nodes and to a cluster.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use redis::aio::MultiplexedConnection;
 use redis::cluster_async::ClusterConnection;
 use redis::AsyncConnectionConfig;
 
 use crate::settings::Settings;
 
-/// A pooled connection, marked broken by the code that saw it fail so the pool drops it
-/// instead of handing it out again.
+/// A pooled connection and the flag that marks it broken, shared with every call using it:
+/// the pool drops a connection so marked instead of handing it out again.
 pub(crate) struct Tracked<C> {
-    pub(crate) connection: C,
-    pub(crate) broken: bool,
+    connection: C,
+    broken: Arc<AtomicBool>,
 }
 
 impl<C> Tracked<C> {
     fn new(connection: C) -> Self {
         Tracked {
             connection,
-            broken: false,
+            broken: Arc::new(AtomicBool::new(false)),
         }
+    }
+}
+
+/// A connection lent to one call. Connections are multiplexed (many requests in flight on
+/// one socket), so a call holds the pool's checkout only long enough to clone the handle:
+/// with `pool_size` 4, 64 concurrent calls share 4 connections instead of queueing for them.
+pub(crate) struct Lent<C> {
+    pub(crate) connection: C,
+    broken: Arc<AtomicBool>,
+}
+
+impl<C> Lent<C> {
+    /// Marks the connection broken if `error` means it cannot be used again (a multiplexed
+    /// connection does not reconnect by itself).
+    pub(crate) fn check(&self, error: &redis::RedisError) {
+        if error.is_io_error() || error.is_timeout() || error.is_connection_dropped() {
+            self.broken.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Lends a working connection from `pool`, discarding the broken ones it meets.
+pub(crate) async fn lend<C: Connect>(
+    pool: &bb8::Pool<Manager<C>>,
+) -> Result<Lent<C::Connection>, bb8::RunError<redis::RedisError>> {
+    loop {
+        let pooled = pool.get().await?;
+        if pooled.broken.load(Ordering::Relaxed) {
+            continue; // returned to the pool as broken, which drops it
+        }
+        return Ok(Lent {
+            connection: pooled.connection.clone(),
+            broken: pooled.broken.clone(),
+        });
     }
 }
 
 /// How to open one kind of connection; [`Manager`] pools it.
 #[async_trait::async_trait]
 pub(crate) trait Connect: Send + Sync + 'static {
-    type Connection: redis::aio::ConnectionLike + Send + 'static;
+    type Connection: redis::aio::ConnectionLike + Clone + Send + Sync + 'static;
     async fn open(&self) -> redis::RedisResult<Self::Connection>;
 }
 
@@ -99,7 +136,7 @@ impl<C: Connect> bb8::ManageConnection for Manager<C> {
     }
 
     fn has_broken(&self, conn: &mut Self::Connection) -> bool {
-        conn.broken
+        conn.broken.load(Ordering::Relaxed)
     }
 }
 
