@@ -4,6 +4,6 @@
 #   scripts/bench.sh --quick    # a small smoke run, written to the temp directory
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh --bench
 cargo build --release -p idgen-module -p idgen-bench
 exec target/release/idgen-bench "$@"

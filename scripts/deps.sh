@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing need, only where it is missing: redis-server and
 # redis-cli (Debian's 7.0), libclang for the bindings redis-module generates, and
-# docker-compose (to validate docker-compose.yml).
+# docker-compose (to validate docker-compose.yml). With --bench, also valgrind (the
+# benchmarks count instructions per request with callgrind).
 set -euo pipefail
 
 missing=()
@@ -13,6 +14,9 @@ fi
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 # Only to validate docker-compose.yml in the tests: no Docker engine runs here.
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+if [ "${1:-}" = "--bench" ]; then
+  command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -5,6 +5,7 @@
 
 mod client_side;
 mod driver;
+mod instructions;
 mod plot;
 mod report;
 mod seed;
@@ -79,6 +80,16 @@ async fn main() {
         &seed::COUNTS
     };
     let seed = seed::run(counts).await;
+    let instructions = if instructions::available() {
+        eprintln!("instructions per request (callgrind)…");
+        let requests = if quick { 2_000 } else { 20_000 };
+        tokio::task::spawn_blocking(move || instructions::run(requests))
+            .await
+            .unwrap()
+    } else {
+        eprintln!("valgrind is not installed: instructions per request are skipped");
+        Vec::new()
+    };
 
     let context = report::Context {
         machine: machine(),
@@ -89,7 +100,7 @@ async fn main() {
         },
         rounds,
     };
-    let text = report::render(&context, &server, &client, &seed);
+    let text = report::render(&context, &server, &instructions, &client, &seed);
     let (report_path, plot_path) = if quick {
         (
             std::env::temp_dir().join("BENCHMARKS.quick.md"),

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::client_side::Results as ClientResults;
+use crate::instructions::InstructionCount;
 use crate::seed::{Row, Timing, COUNTS};
 use crate::server_side::{Approach, Measurement, CLIENTS, PIPELINES};
 use crate::stats::grouped;
@@ -31,6 +32,7 @@ fn verdict(met: bool) -> &'static str {
 pub fn render(
     context: &Context,
     server: &[Measurement],
+    instructions: &[InstructionCount],
     client: &ClientResults,
     seed: &[Row],
 ) -> String {
@@ -186,6 +188,15 @@ pub fn render(
         }
     }
 
+    if instructions.is_empty() {
+        let _ = writeln!(
+            w,
+            "\nInstructions per request were not counted: valgrind is not installed."
+        );
+    } else {
+        render_instructions(w, instructions);
+    }
+
     // Client side.
     let _ = writeln!(w, "\n## Client side\n\n| tasks | `next_snowflake` (client, unbatched) | raw server, same concurrency (redis-benchmark -P 1) | ratio |\n|---:|---:|---:|---:|");
     for row in &client.unbatched {
@@ -261,4 +272,33 @@ pub fn render(
          10k IDs/s single-threaded."
     );
     out
+}
+
+fn render_instructions(w: &mut String, counts: &[InstructionCount]) {
+    let _ = writeln!(
+        w,
+        "\nInstructions the server executes per request, counted by callgrind (one run per \
+         command, 8 connections, pipeline 32; Redis's `processCommand` inclusive: looking the \
+         command up, running it, propagating its effect; parsing and replying are the same for \
+         all and left out). Unlike the rates, these counts do not move with the machine's \
+         load:\n\n| command | instructions per request | of which `RM_Replicate` | ratio to `INCR` |\n|---|---:|---:|---:|"
+    );
+    let incr = counts
+        .iter()
+        .find(|c| c.approach == Approach::Incr)
+        .map_or(f64::NAN, |c| c.per_request);
+    for count in counts {
+        let replicate = if count.replicate_per_request > 0.0 {
+            grouped(count.replicate_per_request)
+        } else {
+            "–".to_string()
+        };
+        let _ = writeln!(
+            w,
+            "| `{}` | {} | {replicate} | {:.1} |",
+            count.approach.name(),
+            grouped(count.per_request),
+            count.per_request / incr
+        );
+    }
 }

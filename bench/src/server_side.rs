@@ -76,7 +76,7 @@ impl Approach {
         }
     }
 
-    fn command(self, server: &Server) -> Vec<String> {
+    pub fn command(self, server: &Server) -> Vec<String> {
         let words: Vec<String> = match self {
             Approach::Lua => {
                 let sha: String = redis::cmd("SCRIPT")

@@ -18,7 +18,9 @@ pub enum Topology {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Settings {
-    /// Connections per node (per cluster, in cluster mode). Defaults to 4.
+    /// Connections per node (per cluster, in cluster mode). Defaults to 4. Connections are
+    /// multiplexed and shared: any number of concurrent calls pipeline their requests over
+    /// them, so this is not a limit on concurrency.
     pub pool_size: u32,
     /// How long to wait for a TCP connection. Defaults to 1 s.
     pub connect_timeout: Duration,

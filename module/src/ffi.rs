@@ -222,23 +222,36 @@ impl Call {
     }
 }
 
-/// Room for the decimal digits of any u64.
-fn itoa_buffer() -> [u8; 20] {
-    [0; 20]
+/// Room for the decimal digits of any u64, or of any i64 with its sign.
+fn itoa_buffer() -> [u8; 21] {
+    [0; 21]
 }
 
 /// Writes `value` in decimal into the end of `buffer` without allocating.
-fn format_u64(buffer: &mut [u8; 20], mut value: u64) -> &str {
+fn format_u64(buffer: &mut [u8; 21], value: u64) -> &str {
+    format_decimal(buffer, false, value)
+}
+
+/// Writes `value` in decimal into the end of `buffer` without allocating.
+fn format_i64(buffer: &mut [u8; 21], value: i64) -> &str {
+    format_decimal(buffer, value < 0, value.unsigned_abs())
+}
+
+fn format_decimal(buffer: &mut [u8; 21], negative: bool, mut magnitude: u64) -> &str {
     let mut start = buffer.len();
     loop {
         start -= 1;
-        buffer[start] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
+        buffer[start] = b'0' + (magnitude % 10) as u8;
+        magnitude /= 10;
+        if magnitude == 0 {
             break;
         }
     }
-    // Only ASCII digits were written.
+    if negative {
+        start -= 1;
+        buffer[start] = b'-';
+    }
+    // Only ASCII digits and a sign were written.
     std::str::from_utf8(&buffer[start..]).unwrap_or("0")
 }
 
@@ -299,18 +312,31 @@ impl Key {
 
     /// Replaces the key's value with the integer `value` as a Redis string (like SET, this
     /// drops any TTL).
+    ///
+    /// The digits are written into the string in place (truncate, then direct access) rather
+    /// than with `RedisModule_StringSet`, which deletes the key and adds a new one: that
+    /// costs about 2,000 instructions a call, more than `INCR` does in all.
     pub fn set_integer(&self, value: i64) -> Result<(), Refusal> {
-        // SAFETY: a NULL context creates an unmanaged string, freed below; StringSet keeps its
-        // own reference.
+        let mut buffer = itoa_buffer();
+        let digits = format_i64(&mut buffer, value).as_bytes();
+        let failed = || Refusal::new("ERR", "could not write the key");
+        // SAFETY: the handle is open for writing; StringTruncate makes the key a string of
+        // exactly `digits.len()` bytes (creating it if empty), and DMA then points at those
+        // bytes until the key is closed.
         unsafe {
-            let string = raw::RedisModule_CreateStringFromLongLong.unwrap()(
-                std::ptr::null_mut(),
-                value as c_longlong,
-            );
-            let status = raw::RedisModule_StringSet.unwrap()(self.handle, string);
-            raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), string);
+            let status = raw::RedisModule_StringTruncate.unwrap()(self.handle, digits.len());
             if status != raw::REDISMODULE_OK as c_int {
-                return Err(Refusal::new("ERR", "could not write the key"));
+                return Err(failed());
+            }
+            let mut len = 0;
+            let target = raw::string_dma(self.handle, &mut len, raw::KeyMode::WRITE);
+            if target.is_null() || len != digits.len() {
+                return Err(failed());
+            }
+            std::ptr::copy_nonoverlapping(digits.as_ptr(), target.cast::<u8>(), len);
+            if raw::RedisModule_GetExpire.unwrap()(self.handle) != raw::REDISMODULE_NO_EXPIRE.into()
+            {
+                raw::RedisModule_SetExpire.unwrap()(self.handle, raw::REDISMODULE_NO_EXPIRE.into());
             }
         }
         Ok(())

@@ -46,6 +46,9 @@ pub struct ServerOptions {
     pub module_args: Vec<String>,
     /// Further redis-server arguments, e.g. `--appendonly yes`.
     pub server_args: Vec<String>,
+    /// A program to run redis-server under, with its arguments (e.g. valgrind); empty to
+    /// run it directly. The server keeps the launcher's pid, as valgrind's tools do.
+    pub launcher: Vec<String>,
 }
 
 impl ServerOptions {
@@ -54,12 +57,19 @@ impl ServerOptions {
         ServerOptions {
             module_args: args.iter().map(|s| s.to_string()).collect(),
             server_args: Vec::new(),
+            launcher: Vec::new(),
         }
     }
 
     /// Adds redis-server arguments (`"--appendonly", "yes"`).
     pub fn server_args(mut self, args: &[&str]) -> Self {
         self.server_args.extend(args.iter().map(|s| s.to_string()));
+        self
+    }
+
+    /// Runs redis-server under `launcher` (`"valgrind", "--tool=callgrind"`).
+    pub fn run_under(mut self, launcher: &[&str]) -> Self {
+        self.launcher = launcher.iter().map(|s| s.to_string()).collect();
         self
     }
 }
@@ -116,7 +126,14 @@ impl Server {
     fn launch(&mut self) -> Result<(), LoadFailure> {
         let redis_server =
             std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string());
-        let mut command = Command::new(redis_server);
+        let mut command = match self.options.launcher.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(redis_server);
+                command
+            }
+            None => Command::new(redis_server),
+        };
         command
             .arg("--port")
             .arg(self.port.to_string())

@@ -136,6 +136,40 @@ fn segment_next_continues_above_the_key_in_the_offset_class() {
     assert_eq!(next, 5_000_006);
 }
 
+/// SEGMENT.NEXT writes the new mark into the key's string in place: it must read back as
+/// the plain integer, also when its length changes or the old value was a shared small
+/// integer, and the key must stay a plain string INCR and GET understand, without a TTL.
+#[test]
+fn segment_next_leaves_a_plain_integer_string_without_ttl() {
+    let server = Server::start(&["step", "1", "offset", "0"]);
+    let mut conn = server.conn();
+    let get = |conn: &mut redis::Connection, key: &str| -> String {
+        cmd("GET").arg(key).query(conn).unwrap()
+    };
+    // 9 (a shared small integer in Redis) → 10, and 99,999 → 100,000: the string grows by
+    // a digit.
+    let _: () = cmd("SET").arg("g").arg(9).query(&mut conn).unwrap();
+    let next: i64 = cmd("SEGMENT.NEXT").arg("g").query(&mut conn).unwrap();
+    assert_eq!((next, get(&mut conn, "g")), (10, "10".to_string()));
+    let _: Vec<i64> = cmd("SEGMENT.NEXT")
+        .arg("g")
+        .arg("COUNT")
+        .arg(99_990)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(get(&mut conn, "g"), "100000");
+    // The key is still a string INCR understands, and its TTL is gone after SEGMENT.NEXT.
+    let incremented: i64 = cmd("INCR").arg("g").query(&mut conn).unwrap();
+    assert_eq!(incremented, 100_001);
+    let _: () = cmd("EXPIRE").arg("g").arg(1000).query(&mut conn).unwrap();
+    let _: i64 = cmd("SEGMENT.NEXT").arg("g").query(&mut conn).unwrap();
+    let ttl: i64 = cmd("TTL").arg("g").query(&mut conn).unwrap();
+    assert_eq!(ttl, -1, "SEGMENT.NEXT removes a TTL, as SET does");
+    assert_eq!(get(&mut conn, "g"), "100002");
+    let kind: String = cmd("TYPE").arg("g").query(&mut conn).unwrap();
+    assert_eq!(kind, "string");
+}
+
 #[test]
 fn decode_gives_time_shard_sequence_and_offset() {
     let server = Server::start(&["step", "4", "offset", "3"]);
