@@ -52,6 +52,6 @@ pub use deployment::{check as check_deployment, Deployment, NodeIdentity};
 pub use error::{Error, Result};
 pub use idgen_core::{DecodedId, Layout, SegmentRange};
 pub use metrics::MetricsSnapshot;
-pub use segment::SegmentBuffer;
+pub use segment::{NextValue, SegmentBuffer};
 pub use settings::{SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
 pub use snowflake_cache::SnowflakeCache;

@@ -10,8 +10,11 @@
 //!   used faster than the target duration, and half as large when it would last more than
 //!   twice that, within the configured bounds.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use tokio::sync::Notify;
@@ -38,6 +41,46 @@ struct Shared {
     switching: tokio::sync::Mutex<()>,
     /// Size of the next range to fetch.
     size: AtomicU64,
+}
+
+/// The future of [`SegmentBuffer::next`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct NextValue<'a> {
+    buffer: &'a SegmentBuffer,
+    state: NextState<'a>,
+}
+
+enum NextState<'a> {
+    /// What the fast path got when `next` was called.
+    Taken(std::result::Result<i64, Epoch>),
+    /// Waiting for the next range.
+    Waiting(Pin<Box<dyn Future<Output = Result<i64>> + Send + 'a>>),
+    Finished,
+}
+
+impl Future for NextValue<'_> {
+    type Output = Result<i64>;
+
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<i64>> {
+        let this = &mut *self;
+        loop {
+            match std::mem::replace(&mut this.state, NextState::Finished) {
+                NextState::Taken(Ok(value)) => return Poll::Ready(Ok(value)),
+                NextState::Taken(Err(exhausted)) => {
+                    this.state = NextState::Waiting(Box::pin(this.buffer.next_after(exhausted)));
+                }
+                NextState::Waiting(mut waiting) => {
+                    let poll = waiting.as_mut().poll(cx);
+                    if poll.is_pending() {
+                        this.state = NextState::Waiting(waiting);
+                    }
+                    return poll;
+                }
+                NextState::Finished => panic!("SegmentBuffer::next polled after it completed"),
+            }
+        }
+    }
 }
 
 /// A local buffer of segment values for one key. Cheap to clone; clones share the buffer.
@@ -72,11 +115,26 @@ impl SegmentBuffer {
     }
 
     /// The next value. Waits for the server only when no range is at hand.
-    pub async fn next(&self) -> Result<i64> {
+    ///
+    /// The value is taken when `next` is called; the returned future is ready at once unless
+    /// the range was used up. (A plain `async fn` would carry the slow path's state in every
+    /// call's future, and the fast path would pay for it whenever the compiler does not
+    /// inline it.)
+    #[inline]
+    pub fn next(&self) -> NextValue<'_> {
+        NextValue {
+            buffer: self,
+            state: NextState::Taken(self.take()),
+        }
+    }
+
+    /// The slow path of [`next`](Self::next): switches ranges until one has a value.
+    async fn next_after(&self, mut exhausted: Epoch) -> Result<i64> {
         loop {
+            self.switch_from(exhausted).await?;
             match self.take() {
                 Ok(value) => return Ok(value),
-                Err(exhausted) => self.switch_from(exhausted).await?,
+                Err(epoch) => exhausted = epoch,
             }
         }
     }
