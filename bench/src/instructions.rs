@@ -4,9 +4,10 @@
 //!
 //! Each approach runs on its own redis-server under `valgrind --tool=callgrind`, loaded with
 //! the same redis-benchmark run (8 connections, pipeline 32). The figures are the inclusive
-//! counts of Redis's `processCommand` (looking the command up, running it, propagating its
-//! effect) and of `RM_Replicate` inside it, divided by the requests sent. Parsing the
-//! request and writing the reply are left out: they are the same for every approach.
+//! counts of Redis's `processCommand` (looking the command up, running it, building its
+//! reply, propagating its effect) and of `RM_Replicate` inside it, divided by the requests
+//! sent. Reading requests and writing to the socket are left out: they depend on the
+//! network, not on the command.
 
 use std::process::Command;
 
@@ -15,14 +16,8 @@ use idgen_tests::{Server, ServerOptions};
 use crate::driver::{requests_per_second, Load};
 use crate::server_side::{Approach, MODULE_ARGS};
 
-/// The approaches counted: the unbatched calls, whose per-call cost decides pipelined
-/// throughput.
-pub const APPROACHES: [Approach; 4] = [
-    Approach::Incr,
-    Approach::Lua,
-    Approach::Snowflake,
-    Approach::Segment,
-];
+/// The approaches counted: every server-side approach of the report.
+pub const APPROACHES: [Approach; 6] = Approach::ALL;
 
 /// Instructions per request for one approach.
 #[derive(Debug, Clone)]
@@ -32,6 +27,8 @@ pub struct InstructionCount {
     pub per_request: f64,
     /// `RM_Replicate` (propagating the effect to replicas and the AOF), inclusive.
     pub replicate_per_request: f64,
+    /// `processCommand` per ID issued (per request for one-ID approaches).
+    pub per_id: f64,
 }
 
 /// Whether valgrind is installed; without it this part of the report is skipped.
@@ -50,6 +47,8 @@ pub fn run(requests: u64) -> Vec<InstructionCount> {
 }
 
 fn count(approach: Approach, requests: u64) -> InstructionCount {
+    // Batches cost more per request; fewer of them keep the run short under callgrind.
+    let requests = (requests / approach.ids_per_request().min(10)).max(100);
     let out_file = std::env::temp_dir().join(format!(
         "idgen-callgrind-{}-{:?}.out",
         std::process::id(),
@@ -81,6 +80,7 @@ fn count(approach: Approach, requests: u64) -> InstructionCount {
         approach,
         per_request: per_request("processCommand"),
         replicate_per_request: per_request("RM_Replicate"),
+        per_id: per_request("processCommand") / approach.ids_per_request() as f64,
     };
     eprintln!(
         "{:<28} {:>7.0} instructions per request ({:.0} in RM_Replicate)",

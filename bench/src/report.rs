@@ -279,14 +279,15 @@ fn render_instructions(w: &mut String, counts: &[InstructionCount]) {
         w,
         "\nInstructions the server executes per request, counted by callgrind (one run per \
          command, 8 connections, pipeline 32; Redis's `processCommand` inclusive: looking the \
-         command up, running it, propagating its effect; parsing and replying are the same for \
-         all and left out). Unlike the rates, these counts do not move with the machine's \
-         load:\n\n| command | instructions per request | of which `RM_Replicate` | ratio to `INCR` |\n|---|---:|---:|---:|"
+         command up, running it, replying, propagating its effect; reading the request and \
+         writing to the socket are left out). Unlike the rates, these counts do not move with \
+         the machine's load:\n\n| command | instructions per request | of which `RM_Replicate` \
+         | per ID | per ID, ratio to `INCR` |\n|---|---:|---:|---:|---:|"
     );
     let incr = counts
         .iter()
         .find(|c| c.approach == Approach::Incr)
-        .map_or(f64::NAN, |c| c.per_request);
+        .map_or(f64::NAN, |c| c.per_id);
     for count in counts {
         let replicate = if count.replicate_per_request > 0.0 {
             grouped(count.replicate_per_request)
@@ -295,10 +296,11 @@ fn render_instructions(w: &mut String, counts: &[InstructionCount]) {
         };
         let _ = writeln!(
             w,
-            "| `{}` | {} | {replicate} | {:.1} |",
+            "| `{}` | {} | {replicate} | {} | {:.2} |",
             count.approach.name(),
             grouped(count.per_request),
-            count.per_request / incr
+            grouped(count.per_id),
+            count.per_id / incr
         );
     }
 }

@@ -68,7 +68,7 @@ impl Approach {
         }
     }
 
-    fn ids_per_request(self) -> u64 {
+    pub fn ids_per_request(self) -> u64 {
         match self {
             Approach::SnowflakeBatch => 100,
             Approach::SegmentBatch => 1000,
