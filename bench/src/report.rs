@@ -294,13 +294,19 @@ fn render_instructions(w: &mut String, counts: &[InstructionCount]) {
         } else {
             "–".to_string()
         };
+        let ratio = count.per_id / incr;
+        // Three decimals where two would round a batch's share to 0.00.
+        let ratio = if ratio < 0.1 {
+            format!("{ratio:.3}")
+        } else {
+            format!("{ratio:.2}")
+        };
         let _ = writeln!(
             w,
-            "| `{}` | {} | {replicate} | {} | {:.2} |",
+            "| `{}` | {} | {replicate} | {} | {ratio} |",
             count.approach.name(),
             grouped(count.per_request),
             grouped(count.per_id),
-            count.per_id / incr
         );
     }
 }
