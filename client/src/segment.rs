@@ -2,7 +2,8 @@
 //! `SEGMENT.NEXT key COUNT n`, handed out locally.
 //!
 //! - Fast path, lock-free: taking a value is one atomic `fetch_add` on a cursor plus a few
-//!   plain loads (see `range_slots.rs`), so every value goes to exactly one caller.
+//!   plain loads (see `range_slots.rs`); no value goes to two callers (a caller that loses
+//!   a race with a range switch skips a value rather than share one).
 //! - Double buffer: when a set fraction of the current range is used (10% by default, as in
 //!   Leaf), the next range is fetched in the background, so callers do not wait at the
 //!   switch unless both ranges run out.
