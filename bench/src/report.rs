@@ -29,6 +29,42 @@ fn verdict(met: bool) -> &'static str {
     }
 }
 
+/// A target on the ratio of two approaches' rates at one pipeline depth, met when it holds
+/// at every connection count.
+struct RatioTarget<'a> {
+    label: &'a str,
+    ours: Approach,
+    baseline: Approach,
+    pipeline: u32,
+    at_least: f64,
+    /// Written after each ratio ("×" or nothing).
+    unit: &'a str,
+}
+
+impl RatioTarget<'_> {
+    fn write_row(&self, w: &mut String, server: &[Measurement]) {
+        let ratios: Vec<f64> = CLIENTS
+            .iter()
+            .map(|&c| {
+                cell(server, self.ours, c, self.pipeline).ids_per_second
+                    / cell(server, self.baseline, c, self.pipeline).ids_per_second
+            })
+            .collect();
+        let text: Vec<String> = CLIENTS
+            .iter()
+            .zip(&ratios)
+            .map(|(c, r)| format!("{r:.2}{} at {c} conn", self.unit))
+            .collect();
+        let _ = writeln!(
+            w,
+            "| {} | {} | {} |",
+            self.label,
+            text.join(", "),
+            verdict(ratios.iter().all(|&r| r >= self.at_least))
+        );
+    }
+}
+
 pub fn render(
     context: &Context,
     server: &[Measurement],
@@ -64,46 +100,27 @@ pub fn render(
         "## Targets\n\n| target | figure (this run) | verdict |\n|---|---|---|"
     );
     for approach in [Approach::Snowflake, Approach::Segment] {
-        let ratios: Vec<f64> = CLIENTS
-            .iter()
-            .map(|&c| {
-                cell(server, approach, c, 32).ids_per_second
-                    / cell(server, Approach::Incr, c, 32).ids_per_second
-            })
-            .collect();
-        let text: Vec<String> = CLIENTS
-            .iter()
-            .zip(&ratios)
-            .map(|(c, r)| format!("{r:.2} at {c} conn"))
-            .collect();
-        let _ = writeln!(
-            w,
-            "| `{}` / `INCR` ≥ 0.95, pipelined (P=32) | {} | {} |",
-            approach.name(),
-            text.join(", "),
-            verdict(ratios.iter().all(|&r| r >= 0.95))
-        );
+        RatioTarget {
+            label: &format!("`{}` / `INCR` ≥ 0.95, pipelined (P=32)", approach.name()),
+            ours: approach,
+            baseline: Approach::Incr,
+            pipeline: 32,
+            at_least: 0.95,
+            unit: "",
+        }
+        .write_row(w, server);
     }
     // Pipelined, the server's work per request decides; unpipelined, the round trip does.
     for (pipeline, label) in [(32, "pipelined (P=32)"), (1, "unpipelined (P=1)")] {
-        let ratios: Vec<f64> = CLIENTS
-            .iter()
-            .map(|&c| {
-                cell(server, Approach::Snowflake, c, pipeline).ids_per_second
-                    / cell(server, Approach::Lua, c, pipeline).ids_per_second
-            })
-            .collect();
-        let text: Vec<String> = CLIENTS
-            .iter()
-            .zip(&ratios)
-            .map(|(c, r)| format!("{r:.2}× at {c} conn"))
-            .collect();
-        let _ = writeln!(
-            w,
-            "| `SNOWFLAKE.NEXT` ≥ 3× the Lua generator, {label} | {} | {} |",
-            text.join(", "),
-            verdict(ratios.iter().all(|&r| r >= 3.0))
-        );
+        RatioTarget {
+            label: &format!("`SNOWFLAKE.NEXT` ≥ 3× the Lua generator, {label}"),
+            ours: Approach::Snowflake,
+            baseline: Approach::Lua,
+            pipeline,
+            at_least: 3.0,
+            unit: "×",
+        }
+        .write_row(w, server);
     }
     let batch_best = server
         .iter()
