@@ -2,13 +2,14 @@
 //! or routed by key in a cluster, retrying through a cluster failover.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redis::{Cmd, FromRedisValue};
 
 use crate::connection::{lend, pool, ClusterConnector, Manager, NodeConnector};
 use crate::error::{Error, Result};
+use crate::identity_guard::IdentityGuard;
 use crate::metrics::Metrics;
 use crate::settings::Settings;
 
@@ -20,11 +21,11 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    pub(crate) fn new(url: &str, settings: &Settings) -> Result<Self> {
+    pub(crate) fn new(url: &str, settings: &Settings, guard: Arc<IdentityGuard>) -> Result<Self> {
         let info = redis::IntoConnectionInfo::into_connection_info(url)?;
         Ok(Node {
             address: info.addr.to_string(),
-            pool: pool(Manager(NodeConnector::new(url, settings)?), settings),
+            pool: pool(Manager(NodeConnector::new(url, settings, guard)?), settings),
             down_until: Mutex::new(None),
         })
     }

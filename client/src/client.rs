@@ -7,6 +7,7 @@ use idgen_core::{DecodedId, SegmentRange};
 use crate::backend::{Backend, Cluster, Node, NodeSet};
 use crate::deployment::{check, Deployment, NodeIdentity};
 use crate::error::{Error, Result};
+use crate::identity_guard::IdentityGuard;
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::segment::SegmentBuffer;
 use crate::settings::{SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
@@ -35,11 +36,17 @@ impl Client {
     /// replicas) must have the module, all must share step and layout, and no two may
     /// share an offset. Unreachable nodes are skipped (and tried again on use); at least
     /// one must answer.
+    ///
+    /// In `Single` and `Nodes` modes each connection opened later checks its node again: a
+    /// node restarted with another identity, or first reached later with one that does not
+    /// fit, is skipped like a failed node (`tracing` logs why at error level). In `Cluster`
+    /// mode nodes are checked at connect only.
     #[tracing::instrument(level = "debug", skip(settings))]
     pub async fn connect_with(topology: Topology, settings: Settings) -> Result<Client> {
+        let guard = Arc::new(IdentityGuard::default());
         let (backend, addresses) = match &topology {
             Topology::Single(url) => {
-                let node = Node::new(url, &settings)?;
+                let node = Node::new(url, &settings, guard.clone())?;
                 let address = url.clone();
                 (
                     Backend::Nodes(NodeSet::new(vec![node], &settings)),
@@ -54,7 +61,7 @@ impl Client {
                 }
                 let nodes = urls
                     .iter()
-                    .map(|url| Node::new(url, &settings))
+                    .map(|url| Node::new(url, &settings, guard.clone()))
                     .collect::<Result<_>>()?;
                 (Backend::Nodes(NodeSet::new(nodes, &settings)), urls.clone())
             }
@@ -87,6 +94,7 @@ impl Client {
             )));
         }
         let deployment = check(identities)?;
+        guard.set(&deployment);
         Ok(Client {
             inner: Arc::new(Inner {
                 backend,

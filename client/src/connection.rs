@@ -7,6 +7,8 @@ use redis::aio::MultiplexedConnection;
 use redis::cluster_async::ClusterConnection;
 use redis::AsyncConnectionConfig;
 
+use crate::deployment::NodeIdentity;
+use crate::identity_guard::IdentityGuard;
 use crate::settings::Settings;
 
 /// A pooled connection and the flag that marks it broken, shared with every call using it:
@@ -66,19 +68,26 @@ pub(crate) trait Connect: Send + Sync + 'static {
     async fn open(&self) -> redis::RedisResult<Self::Connection>;
 }
 
-/// Multiplexed connections to one node.
+/// Multiplexed connections to one node, each opened only once the node passed the
+/// identity check.
 pub(crate) struct NodeConnector {
     client: redis::Client,
     config: AsyncConnectionConfig,
+    guard: Arc<IdentityGuard>,
 }
 
 impl NodeConnector {
-    pub(crate) fn new(url: &str, settings: &Settings) -> redis::RedisResult<Self> {
+    pub(crate) fn new(
+        url: &str,
+        settings: &Settings,
+        guard: Arc<IdentityGuard>,
+    ) -> redis::RedisResult<Self> {
         Ok(NodeConnector {
             client: redis::Client::open(url)?,
             config: AsyncConnectionConfig::new()
                 .set_connection_timeout(settings.connect_timeout)
                 .set_response_timeout(settings.response_timeout),
+            guard,
         })
     }
 }
@@ -87,9 +96,28 @@ impl NodeConnector {
 impl Connect for NodeConnector {
     type Connection = MultiplexedConnection;
     async fn open(&self) -> redis::RedisResult<MultiplexedConnection> {
-        self.client
+        let mut connection = self
+            .client
             .get_multiplexed_async_connection_with_config(&self.config)
-            .await
+            .await?;
+        let pairs: Vec<(String, String)> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("idgen.*")
+            .query_async(&mut connection)
+            .await?;
+        let address = self.client.get_connection_info().addr.to_string();
+        let verdict = NodeIdentity::from_config(&address, &pairs)
+            .map_err(|error| error.to_string())
+            .and_then(|identity| self.guard.admit(identity));
+        if let Err(problem) = verdict {
+            tracing::error!(node = %address, %problem, "node refused by the identity check");
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::ClientError,
+                "node refused by the identity check",
+                problem,
+            )));
+        }
+        Ok(connection)
     }
 }
 
@@ -140,13 +168,31 @@ impl<C: Connect> bb8::ManageConnection for Manager<C> {
     }
 }
 
+/// Logs why a pooled connection could not be opened (bb8 otherwise drops the reason, and a
+/// caller sees only a timeout). Identity refusals are logged, as errors, where they occur.
+#[derive(Debug, Clone, Copy)]
+struct LogConnectFailures;
+
+impl bb8::ErrorSink<redis::RedisError> for LogConnectFailures {
+    fn sink(&self, error: redis::RedisError) {
+        if error.kind() != redis::ErrorKind::ClientError {
+            tracing::warn!(%error, "opening a pooled connection failed");
+        }
+    }
+
+    fn boxed_clone(&self) -> Box<dyn bb8::ErrorSink<redis::RedisError>> {
+        Box::new(*self)
+    }
+}
+
 /// Builds a pool that does not connect until first use, so that a node that is down at
 /// start does not keep the client from starting.
-pub(crate) fn pool<M: bb8::ManageConnection>(manager: M, settings: &Settings) -> bb8::Pool<M> {
+pub(crate) fn pool<C: Connect>(manager: Manager<C>, settings: &Settings) -> bb8::Pool<Manager<C>> {
     bb8::Pool::builder()
         .max_size(settings.pool_size)
         .min_idle(Some(0))
         .connection_timeout(settings.connect_timeout)
         .test_on_check_out(false)
+        .error_sink(Box::new(LogConnectFailures))
         .build_unchecked(manager)
 }

@@ -105,19 +105,22 @@ pub fn check(nodes: Vec<NodeIdentity>) -> Result<Deployment> {
     })
 }
 
+/// A node with the default layout, for tests.
+#[cfg(test)]
+pub(crate) fn test_node(address: &str, step: u64, offset: u64) -> NodeIdentity {
+    NodeIdentity {
+        address: address.into(),
+        step,
+        offset,
+        layout: Layout::default(),
+        id_bits: 63,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_node as node;
     use super::*;
-
-    fn node(address: &str, step: u64, offset: u64) -> NodeIdentity {
-        NodeIdentity {
-            address: address.into(),
-            step,
-            offset,
-            layout: Layout::default(),
-            id_bits: 63,
-        }
-    }
 
     #[test]
     fn a_good_deployment_passes() {

@@ -33,7 +33,9 @@
 //!
 //! At connect the client reads `CONFIG GET idgen.*` from every node (in a cluster, masters
 //! and replicas) and refuses a deployment whose nodes disagree on step or layout or share
-//! an offset.
+//! an offset. With single and independent nodes, every connection opened later checks its
+//! node again: a node that comes back with another step, offset or layout (or, unreachable
+//! at connect, does not fit the deployment) is not used, and an error is logged.
 #![deny(missing_docs)]
 
 mod backend;
@@ -41,6 +43,7 @@ mod client;
 mod connection;
 mod deployment;
 mod error;
+mod identity_guard;
 mod metrics;
 mod range_slots;
 mod segment;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idgen_client::{Client, Error, SegmentOptions, SnowflakeCacheOptions, Topology};
+use idgen_client::{Client, Error, SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
 use idgen_tests::Server;
 
 fn nodes(servers: &[Server]) -> Topology {
@@ -143,6 +143,59 @@ async fn a_bad_deployment_is_refused_naming_the_nodes() {
         text.contains(&format!("127.0.0.1:{d_port} has step 4")),
         "{text}"
     );
+}
+
+/// A node restarted with another node's offset would issue IDs in that node's residue
+/// class. The client checks every node again when it reconnects and stops using one whose
+/// identity changed; a node unreachable at connect is checked when it first answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_comes_back_with_another_identity_is_not_used() {
+    let a = Server::start(&["step", "3", "offset", "0"]);
+    let mut b = Server::start(&["step", "3", "offset", "1"]);
+    // The third node is down at connect.
+    let mut c = Server::start(&["step", "3", "offset", "0"]);
+    c.terminate();
+    // Failed nodes are tried again after 50 ms, so both come back many times below.
+    let settings = Settings::default()
+        .node_retry_after(Duration::from_millis(50))
+        .connect_timeout(Duration::from_millis(200));
+    let topology = Topology::Nodes(vec![a.url(), b.url(), c.url()]);
+    let client = Client::connect_with(topology, settings).await.unwrap();
+    // Round-robin reaches every node; c is skipped while it is down.
+    for _ in 0..30 {
+        client.next_snowflake("k").await.unwrap();
+    }
+    assert_eq!(issued_by(&b), 10, "b served its share before the restart");
+
+    // b comes back with a's offset, and c comes up with a's offset too.
+    b.terminate();
+    b.start_again(&["offset", "0"]).unwrap();
+    c.start_again(&[]).unwrap();
+    let mut offsets = HashSet::new();
+    let until = Instant::now() + Duration::from_millis(1500);
+    while Instant::now() < until {
+        let id = client.next_snowflake("k").await.unwrap();
+        offsets.insert(client.decode(id).unwrap().offset);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(offsets, HashSet::from([0]), "only a serves");
+    assert_eq!(
+        issued_by(&b),
+        0,
+        "b, restarted with offset 0, issued nothing"
+    );
+    assert_eq!(
+        issued_by(&c),
+        0,
+        "c, which shares a's offset, issued nothing"
+    );
+}
+
+/// Snowflake IDs a server has issued since it started.
+fn issued_by(server: &Server) -> u64 {
+    idgen_tests::info_field(&mut server.conn(), "snowflake_ids_issued")
+        .parse()
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
