@@ -118,7 +118,8 @@ impl SegmentBuffer {
     /// The next value. Waits for the server only when no range is at hand.
     ///
     /// The value is taken when `next` is called; the returned future is ready at once unless
-    /// the range was used up. (A plain `async fn` would carry the slow path's state in every
+    /// the range was used up. A future dropped without being awaited skips its value (no
+    /// other caller gets it). (A plain `async fn` would carry the slow path's state in every
     /// call's future, and the fast path would pay for it whenever the compiler does not
     /// inline it.)
     #[inline]
