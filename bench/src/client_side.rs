@@ -13,18 +13,20 @@ use crate::driver::{requests_per_second, Load};
 use crate::server_side::MODULE_ARGS;
 use crate::stats::{median, quantile};
 
+/// Our path and its baseline at one number of tasks, each the median over the rounds.
 #[derive(Debug, Clone)]
-pub struct Unbatched {
+pub struct SideBySide {
     pub tasks: u32,
-    pub client_ids_per_second: f64,
-    pub raw_ids_per_second: f64,
+    /// IDs per second through redis-idgen.
+    pub ours: f64,
+    /// IDs per second of the baseline (the raw server, or an atomic counter).
+    pub baseline: f64,
 }
 
-#[derive(Debug, Clone)]
-pub struct Local {
-    pub tasks: u32,
-    pub segment_ids_per_second: f64,
-    pub atomic_ids_per_second: f64,
+impl SideBySide {
+    pub fn ratio(&self) -> f64 {
+        self.ours / self.baseline
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -38,8 +40,10 @@ pub struct SwitchLatency {
 
 #[derive(Debug, Clone)]
 pub struct Results {
-    pub unbatched: Vec<Unbatched>,
-    pub local: Vec<Local>,
+    /// Client `next_snowflake` against redis-benchmark at the same concurrency.
+    pub unbatched: Vec<SideBySide>,
+    /// `SegmentBuffer::next` against `AtomicU64::fetch_add`.
+    pub local: Vec<SideBySide>,
     pub switch_latency: SwitchLatency,
     pub baselines: Vec<(String, f64)>,
 }
@@ -182,14 +186,14 @@ pub async fn run(rounds: usize, scale: f64) -> Results {
                     .unwrap(),
             );
         }
-        let row = Unbatched {
+        let row = SideBySide {
             tasks,
-            client_ids_per_second: median(&client_rates),
-            raw_ids_per_second: median(&raw_rates),
+            ours: median(&client_rates),
+            baseline: median(&raw_rates),
         };
         eprintln!(
             "client unbatched {tasks:>2} tasks: {:.0} vs raw {:.0}",
-            row.client_ids_per_second, row.raw_ids_per_second
+            row.ours, row.baseline
         );
         unbatched.push(row);
     }
@@ -202,14 +206,14 @@ pub async fn run(rounds: usize, scale: f64) -> Results {
             segment_rates.push(segment_rate(&client, tasks, per_task / u64::from(tasks)).await);
             atomic_rates.push(atomic_rate(tasks, per_task / u64::from(tasks)));
         }
-        let row = Local {
+        let row = SideBySide {
             tasks,
-            segment_ids_per_second: median(&segment_rates),
-            atomic_ids_per_second: median(&atomic_rates),
+            ours: median(&segment_rates),
+            baseline: median(&atomic_rates),
         };
         eprintln!(
             "local {tasks} tasks: segment {:.0} vs atomic {:.0}",
-            row.segment_ids_per_second, row.atomic_ids_per_second
+            row.ours, row.baseline
         );
         local.push(row);
     }

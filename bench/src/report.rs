@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::client_side::Results as ClientResults;
+use crate::client_side::{Results as ClientResults, SideBySide};
 use crate::instructions::InstructionCount;
 use crate::seed::{Row, Timing, COUNTS};
 use crate::server_side::{Approach, Measurement, CLIENTS, PIPELINES};
@@ -142,24 +142,24 @@ pub fn render(
         verdict(batch_best.ids_per_second >= 4_096_000.0 && batch_refusals == 0)
     );
     for row in &client.local {
-        let ratio = row.segment_ids_per_second / row.atomic_ids_per_second;
+        let ratio = row.ratio();
         let _ = writeln!(
             w,
             "| local segment path ≥ 0.8× `AtomicU64::fetch_add` ({} task{}) | {ratio:.2} ({} vs {} IDs/s) | {} |",
             row.tasks,
             if row.tasks == 1 { "" } else { "s" },
-            grouped(row.segment_ids_per_second),
-            grouped(row.atomic_ids_per_second),
+            grouped(row.ours),
+            grouped(row.baseline),
             verdict(ratio >= 0.8)
         );
     }
     if let Some(row) = client.unbatched.iter().find(|row| row.tasks == 64) {
-        let ratio = row.client_ids_per_second / row.raw_ids_per_second;
+        let ratio = row.ratio();
         let _ = writeln!(
             w,
             "| client unbatched `next_snowflake` ≥ 0.9× raw server at 64 tasks | {ratio:.2} ({} vs {} IDs/s) | {} |",
-            grouped(row.client_ids_per_second),
-            grouped(row.raw_ids_per_second),
+            grouped(row.ours),
+            grouped(row.baseline),
             verdict(ratio >= 0.9)
         );
     }
@@ -221,28 +221,19 @@ pub fn render(
     }
 
     // Client side.
-    let _ = writeln!(w, "\n## Client side\n\n| tasks | `next_snowflake` (client, unbatched) | raw server, same concurrency (redis-benchmark -P 1) | ratio |\n|---:|---:|---:|---:|");
-    for row in &client.unbatched {
-        let _ = writeln!(
-            w,
-            "| {} | {} | {} | {:.2} |",
-            row.tasks,
-            grouped(row.client_ids_per_second),
-            grouped(row.raw_ids_per_second),
-            row.client_ids_per_second / row.raw_ids_per_second
-        );
-    }
-    let _ = writeln!(w, "\n| tasks | `SegmentBuffer::next` (local) | `AtomicU64::fetch_add` threads | ratio |\n|---:|---:|---:|---:|");
-    for row in &client.local {
-        let _ = writeln!(
-            w,
-            "| {} | {} | {} | {:.2} |",
-            row.tasks,
-            grouped(row.segment_ids_per_second),
-            grouped(row.atomic_ids_per_second),
-            row.segment_ids_per_second / row.atomic_ids_per_second
-        );
-    }
+    let _ = writeln!(w, "\n## Client side");
+    side_by_side_table(
+        w,
+        "`next_snowflake` (client, unbatched)",
+        "raw server, same concurrency (redis-benchmark -P 1)",
+        &client.unbatched,
+    );
+    side_by_side_table(
+        w,
+        "`SegmentBuffer::next` (local)",
+        "`AtomicU64::fetch_add` threads",
+        &client.local,
+    );
     let latency = &client.switch_latency;
     let _ = writeln!(
         w,
@@ -295,6 +286,24 @@ pub fn render(
          10k IDs/s single-threaded."
     );
     out
+}
+
+/// A table of our rate against a baseline's, a row per number of tasks.
+fn side_by_side_table(w: &mut String, ours: &str, baseline: &str, rows: &[SideBySide]) {
+    let _ = writeln!(
+        w,
+        "\n| tasks | {ours} | {baseline} | ratio |\n|---:|---:|---:|---:|"
+    );
+    for row in rows {
+        let _ = writeln!(
+            w,
+            "| {} | {} | {} | {:.2} |",
+            row.tasks,
+            grouped(row.ours),
+            grouped(row.baseline),
+            row.ratio()
+        );
+    }
 }
 
 fn render_instructions(w: &mut String, counts: &[InstructionCount]) {
