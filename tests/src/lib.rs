@@ -14,4 +14,6 @@ mod values;
 
 pub use cluster::{Cluster, NodeInfo, NODES};
 pub use server::{module_path, LoadFailure, Server, ServerOptions};
-pub use values::{assert_strictly_increasing, assert_unique, digest, info_field, now_ms};
+pub use values::{
+    assert_strictly_increasing, assert_unique, digest, info_field, now_ms, snowflake_batch,
+};

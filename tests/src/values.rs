@@ -28,6 +28,19 @@ pub fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
+/// `SNOWFLAKE.NEXT key COUNT count`: the batch, or the server's refusal.
+pub fn snowflake_batch(
+    conn: &mut redis::Connection,
+    key: &str,
+    count: impl redis::ToRedisArgs,
+) -> redis::RedisResult<Vec<i64>> {
+    redis::cmd("SNOWFLAKE.NEXT")
+        .arg(key)
+        .arg("COUNT")
+        .arg(count)
+        .query(conn)
+}
+
 /// `DEBUG DIGEST` of the whole dataset.
 pub fn digest(conn: &mut redis::Connection) -> String {
     redis::cmd("DEBUG")

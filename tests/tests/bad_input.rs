@@ -1,7 +1,7 @@
 //! Every malformed call gets a clear error reply, changes nothing (DEBUG DIGEST), and the
 //! server keeps running.
 
-use idgen_tests::{digest, info_field, Server};
+use idgen_tests::{digest, info_field, snowflake_batch, Server};
 use redis::cmd;
 
 /// A call given as words, and a piece of the error it must get.
@@ -159,11 +159,7 @@ fn a_burst_past_the_drift_bound_is_refused_whole() {
     let _: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
     let before = digest(&mut conn);
     // 100,000 IDs at 4,096 per ms need 24 ms: far more than 3 ms ahead of the clock.
-    let refused: redis::RedisResult<Vec<i64>> = cmd("SNOWFLAKE.NEXT")
-        .arg("k")
-        .arg("COUNT")
-        .arg(100_000)
-        .query(&mut conn);
+    let refused: redis::RedisResult<Vec<i64>> = snowflake_batch(&mut conn, "k", 100_000);
     let error = refused.unwrap_err();
     assert_eq!(error.code(), Some("DRIFT"), "{error}");
     assert!(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use idgen_tests::{assert_strictly_increasing, assert_unique, info_field, Server};
+use idgen_tests::{assert_strictly_increasing, assert_unique, info_field, snowflake_batch, Server};
 use redis::cmd;
 
 const BATCH: usize = 10_000;
@@ -53,12 +53,7 @@ fn a_million_snowflake_ids_in_bursts_are_unique_and_increasing() {
     let started = Instant::now();
     let mut burst = Vec::with_capacity(BATCH * BATCHES);
     for _ in 0..BATCHES {
-        let ids: Vec<i64> = cmd("SNOWFLAKE.NEXT")
-            .arg("burst")
-            .arg("COUNT")
-            .arg(BATCH)
-            .query(&mut conn)
-            .unwrap();
+        let ids: Vec<i64> = snowflake_batch(&mut conn, "burst", BATCH).unwrap();
         assert_eq!(ids.len(), BATCH);
         burst.extend(ids);
     }

@@ -2,7 +2,9 @@
 //! DOCS, key specs, INFO, key type, DUMP/RESTORE, COPY, keyspace notifications.
 
 use idgen_core::{Layout, DEFAULT_EPOCH_UNIX_MS};
-use idgen_tests::{assert_strictly_increasing, assert_unique, info_field, now_ms, Server};
+use idgen_tests::{
+    assert_strictly_increasing, assert_unique, info_field, now_ms, snowflake_batch, Server,
+};
 use redis::{cmd, Value};
 
 #[test]
@@ -15,12 +17,7 @@ fn snowflake_next_replies_an_integer_or_an_array_of_increasing_ids() {
         .arg("orders")
         .query(&mut conn)
         .unwrap();
-    let batch: Vec<i64> = cmd("SNOWFLAKE.NEXT")
-        .arg("orders")
-        .arg("COUNT")
-        .arg(5000)
-        .query(&mut conn)
-        .unwrap();
+    let batch: Vec<i64> = snowflake_batch(&mut conn, "orders", 5000).unwrap();
     let after = now_ms();
     assert_eq!(batch.len(), 5000);
     let mut all = vec![one];
@@ -63,11 +60,7 @@ fn after_a_start_ids_begin_above_the_restart_fence() {
         "{issued_at}"
     );
     // A batch that would need to borrow beyond the bound says the fence is why.
-    let refused: redis::RedisResult<Vec<i64>> = cmd("SNOWFLAKE.NEXT")
-        .arg("k")
-        .arg("COUNT")
-        .arg(100_000)
-        .query(&mut conn);
+    let refused: redis::RedisResult<Vec<i64>> = snowflake_batch(&mut conn, "k", 100_000);
     let error = refused.unwrap_err();
     assert_eq!(error.code(), Some("DRIFT"));
     assert!(error.to_string().contains("restart fence is on"), "{error}");
@@ -261,12 +254,7 @@ fn configs_are_visible_and_cannot_change_at_runtime() {
 fn info_section_shows_identity_layout_and_counters() {
     let server = Server::start(&["step", "3", "offset", "1"]);
     let mut conn = server.conn();
-    let _: Vec<i64> = cmd("SNOWFLAKE.NEXT")
-        .arg("k")
-        .arg("COUNT")
-        .arg(10)
-        .query(&mut conn)
-        .unwrap();
+    let _: Vec<i64> = snowflake_batch(&mut conn, "k", 10).unwrap();
     let _: Vec<i64> = cmd("SEGMENT.NEXT")
         .arg("s")
         .arg("COUNT")

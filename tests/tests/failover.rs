@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use idgen_tests::Server;
+use idgen_tests::{snowflake_batch, Server};
 use redis::{cmd, Connection};
 
 const KEYS: usize = 4;
@@ -40,11 +40,8 @@ impl Issued {
         let mut issued = Issued::default();
         for round in 0..rounds {
             let key = (round + tag) % KEYS;
-            let ids: redis::RedisResult<Vec<i64>> = cmd("SNOWFLAKE.NEXT")
-                .arg(format!("order{key}"))
-                .arg("COUNT")
-                .arg(5)
-                .query(conn);
+            let ids: redis::RedisResult<Vec<i64>> =
+                snowflake_batch(conn, &format!("order{key}"), 5);
             let Ok(ids) = ids else { break };
             issued.snowflakes.extend(ids);
             let range: redis::RedisResult<[i64; 3]> = cmd("SEGMENT.NEXT")

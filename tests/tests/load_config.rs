@@ -1,8 +1,7 @@
 //! Misconfiguration is refused at load, with a log line that says what is wrong; good
 //! configurations (including the JavaScript-safe layout) load.
 
-use idgen_tests::{now_ms, Server, ServerOptions};
-use redis::cmd;
+use idgen_tests::{now_ms, snowflake_batch, Server, ServerOptions};
 
 const DAY_MS: u64 = 86_400_000;
 
@@ -80,12 +79,7 @@ fn each_invalid_configuration_is_refused_with_its_reason() {
 fn the_javascript_layout_loads_and_issues_53_bit_ids() {
     let server = Server::start(&["id-bits", "53", "shard-bits", "2", "sequence-bits", "10"]);
     let mut conn = server.conn();
-    let ids: Vec<i64> = cmd("SNOWFLAKE.NEXT")
-        .arg("k")
-        .arg("COUNT")
-        .arg(3000)
-        .query(&mut conn)
-        .unwrap();
+    let ids: Vec<i64> = snowflake_batch(&mut conn, "k", 3000).unwrap();
     assert!(ids.iter().all(|&id| id > 0 && id < 1 << 53));
     idgen_tests::assert_strictly_increasing(&ids);
 }

@@ -5,7 +5,7 @@
 use std::thread;
 
 use idgen_core::Layout;
-use idgen_tests::{assert_unique, Server};
+use idgen_tests::{assert_unique, snowflake_batch, Server};
 use redis::cmd;
 
 #[test]
@@ -33,12 +33,7 @@ fn three_masters_never_hand_out_the_same_value() {
                 for i in 0..1500usize {
                     let node = (i + worker) % 3;
                     let count = 1 + (i * 7 + worker) % 40;
-                    let ids: Vec<i64> = cmd("SNOWFLAKE.NEXT")
-                        .arg("orders")
-                        .arg("COUNT")
-                        .arg(count)
-                        .query(&mut conns[node])
-                        .unwrap();
+                    let ids: Vec<i64> = snowflake_batch(&mut conns[node], "orders", count).unwrap();
                     snowflakes.extend(ids.into_iter().map(|id| (id, node)));
                     let [first, last, step]: [i64; 3] = cmd("SEGMENT.NEXT")
                         .arg("invoice")

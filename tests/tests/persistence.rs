@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use idgen_core::Layout;
-use idgen_tests::{assert_unique, Server, ServerOptions};
+use idgen_tests::{assert_unique, snowflake_batch, Server, ServerOptions};
 use redis::{cmd, Connection};
 
 const STEP: u64 = 8;
@@ -30,20 +30,10 @@ fn time_ms(id: i64) -> u64 {
 fn issue_before(conn: &mut Connection) -> Before {
     let mut ids = Vec::new();
     for _ in 0..5 {
-        let batch: Vec<i64> = cmd("SNOWFLAKE.NEXT")
-            .arg("gone")
-            .arg("COUNT")
-            .arg(100_000)
-            .query(conn)
-            .unwrap();
+        let batch: Vec<i64> = snowflake_batch(conn, "gone", 100_000).unwrap();
         ids.extend(batch);
     }
-    let kept: Vec<i64> = cmd("SNOWFLAKE.NEXT")
-        .arg("kept")
-        .arg("COUNT")
-        .arg(10)
-        .query(conn)
-        .unwrap();
+    let kept: Vec<i64> = snowflake_batch(conn, "kept", 10).unwrap();
     ids.extend(&kept);
     let _: i64 = cmd("DEL").arg("gone").query(conn).unwrap();
     let [_, counter, _]: [i64; 3] = cmd("SEGMENT.NEXT")
@@ -76,12 +66,7 @@ fn check_after(server: &Server, before: &Before) {
         .arg(-500)
         .query(&mut conn)
         .unwrap();
-    let fresh: Vec<i64> = cmd("SNOWFLAKE.NEXT")
-        .arg("fresh")
-        .arg("COUNT")
-        .arg(1000)
-        .query(&mut conn)
-        .unwrap();
+    let fresh: Vec<i64> = snowflake_batch(&mut conn, "fresh", 1000).unwrap();
     assert!(
         time_ms(fresh[0]) > before.max_time_ms,
         "reused a millisecond issued before the restart"
@@ -210,12 +195,7 @@ fn debug_reload_and_debug_loadaof_continue_above() {
     let mut conn = server.conn();
     let mut all = Vec::new();
     for reload in ["RELOAD", "LOADAOF", "RELOAD"] {
-        let ids: Vec<i64> = cmd("SNOWFLAKE.NEXT")
-            .arg("k")
-            .arg("COUNT")
-            .arg(5000)
-            .query(&mut conn)
-            .unwrap();
+        let ids: Vec<i64> = snowflake_batch(&mut conn, "k", 5000).unwrap();
         let counter: i64 = cmd("SEGMENT.NEXT").arg("c").query(&mut conn).unwrap();
         let last = *ids.last().unwrap();
         all.extend(ids);
@@ -235,12 +215,7 @@ fn migrate_moves_a_key_whose_ids_continue_above_it() {
     let source = Server::start(&["step", "2", "offset", "0"]);
     let target = Server::start(&["step", "2", "offset", "1"]);
     let mut conn = source.conn();
-    let ids: Vec<i64> = cmd("SNOWFLAKE.NEXT")
-        .arg("moving")
-        .arg("COUNT")
-        .arg(3000)
-        .query(&mut conn)
-        .unwrap();
+    let ids: Vec<i64> = snowflake_batch(&mut conn, "moving", 3000).unwrap();
     let reply: String = cmd("MIGRATE")
         .arg("127.0.0.1")
         .arg(target.port())
