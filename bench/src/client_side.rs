@@ -24,6 +24,20 @@ pub struct SideBySide {
 }
 
 impl SideBySide {
+    /// The medians of the rounds' rates, printed as progress.
+    fn from_rounds(what: &str, tasks: u32, ours: &[f64], baseline: &[f64]) -> Self {
+        let row = SideBySide {
+            tasks,
+            ours: median(ours),
+            baseline: median(baseline),
+        };
+        eprintln!(
+            "{what}, {tasks:>2} tasks: {:.0} vs {:.0} IDs/s",
+            row.ours, row.baseline
+        );
+        row
+    }
+
     pub fn ratio(&self) -> f64 {
         self.ours / self.baseline
     }
@@ -186,16 +200,12 @@ pub async fn run(rounds: usize, scale: f64) -> Results {
                     .unwrap(),
             );
         }
-        let row = SideBySide {
+        unbatched.push(SideBySide::from_rounds(
+            "client unbatched vs raw",
             tasks,
-            ours: median(&client_rates),
-            baseline: median(&raw_rates),
-        };
-        eprintln!(
-            "client unbatched {tasks:>2} tasks: {:.0} vs raw {:.0}",
-            row.ours, row.baseline
-        );
-        unbatched.push(row);
+            &client_rates,
+            &raw_rates,
+        ));
     }
     let per_task = (20_000_000.0 * scale) as u64;
     let mut local = Vec::new();
@@ -206,16 +216,12 @@ pub async fn run(rounds: usize, scale: f64) -> Results {
             segment_rates.push(segment_rate(&client, tasks, per_task / u64::from(tasks)).await);
             atomic_rates.push(atomic_rate(tasks, per_task / u64::from(tasks)));
         }
-        let row = SideBySide {
+        local.push(SideBySide::from_rounds(
+            "local segment vs atomic",
             tasks,
-            ours: median(&segment_rates),
-            baseline: median(&atomic_rates),
-        };
-        eprintln!(
-            "local {tasks} tasks: segment {:.0} vs atomic {:.0}",
-            row.ours, row.baseline
-        );
-        local.push(row);
+            &segment_rates,
+            &atomic_rates,
+        ));
     }
     let switch_latency = switch_latency(&client, (2_000_000.0 * scale) as usize).await;
     let baselines = baselines((2_000_000.0 * scale) as u64);
