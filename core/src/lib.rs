@@ -19,9 +19,9 @@ mod segment;
 mod snowflake;
 pub mod utc;
 
-pub use config::{Config, ConfigError, Identity, MIN_LAYOUT_LIFETIME_MS};
+pub use config::{Config, ConfigError, Identity, DEFAULT_SEGMENT_FENCE, MIN_LAYOUT_LIFETIME_MS};
 pub use error::IdError;
 pub use integer::parse_redis_integer;
 pub use layout::{DecodedId, Layout, DEFAULT_EPOCH_UNIX_MS};
-pub use segment::{next_range, SegmentRange, MAX_SEGMENT_COUNT};
+pub use segment::{continue_above, next_range, SegmentRange, MAX_SEGMENT_COUNT};
 pub use snowflake::{Batch, BatchIds, Position, Request, SnowflakeSequence, MAX_SNOWFLAKE_COUNT};

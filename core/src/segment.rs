@@ -36,10 +36,17 @@ impl SegmentRange {
     }
 }
 
+/// Where a counter continues: above what the key holds and above a value this instance
+/// `remembered` handing out for it (which a full sync from another master may have erased
+/// from the key).
+pub fn continue_above(current: i64, remembered: Option<i64>) -> i64 {
+    remembered.map_or(current, |remembered| current.max(remembered))
+}
+
 /// The `count` smallest values above `current + fence` that are `≡ offset (mod step)`.
 ///
 /// `current` is what the counter holds (0 for a missing key); `fence` is added once after a
-/// promotion or restart so that a tail of values lost in a failover is skipped.
+/// start so that a tail of values the persistence lost in a crash is skipped.
 pub fn next_range(
     current: i64,
     identity: Identity,

@@ -1,15 +1,19 @@
 //! `SEGMENT.NEXT key [COUNT n]`.
 
-use idgen_core::{next_range, parse_redis_integer};
+use idgen_core::{continue_above, next_range, parse_redis_integer};
 use redis_module::raw;
 
 use crate::args::{parse_options, COUNT};
 use crate::cmd_snowflake::refuse_on_replica;
 use crate::ffi::{wrong_type, Call, KeyKind, Refusal};
-use crate::{counters, fence, state};
+use crate::{counters, fence, segment_marks, state};
 
 /// Hands out the COUNT smallest values above the key's integer that belong to this
 /// instance's residue class, and stores the largest as the key's new value.
+///
+/// Two things can put the start higher: the segment fence, on a key's first use after a
+/// start (`fence`), and a value this instance handed out for the key before a full sync
+/// replaced its data (`segment_marks`).
 pub fn next(call: &Call) -> Result<(), Refusal> {
     let key_name = call.arg(1);
     let [count] = parse_options(call, "SEGMENT.NEXT", 2, [&COUNT])?;
@@ -33,14 +37,23 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
         }
         _ => return Err(wrong_type()),
     };
-    let fenced =
-        config.segment_fence > 0 && fence::is_pending(call.selected_db(), call.arg_bytes(1));
+    let (db, key_bytes) = (call.selected_db(), call.arg_bytes(1));
+    let fenced = config.segment_fence > 0 && fence::is_pending(db, key_bytes);
     let fence = if fenced { config.segment_fence } else { 0 };
-    let range = next_range(current, config.identity, count.unwrap_or(1), fence)?;
+    let remembered = segment_marks::get(db, key_bytes);
+    let range = next_range(
+        continue_above(current, remembered),
+        config.identity,
+        count.unwrap_or(1),
+        fence,
+    )?;
     key.set_integer(range.last)?;
     drop(key);
     if fenced {
-        fence::mark_applied(call.selected_db(), call.arg_bytes(1));
+        fence::mark_applied(db, key_bytes);
+    }
+    if remembered.is_some() {
+        segment_marks::forget(db, key_bytes);
     }
 
     call.replicate_key_value(c"SET", key_name, range.last);

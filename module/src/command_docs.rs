@@ -82,6 +82,8 @@ pub struct CommandDocs {
     pub arity: c_int,
     /// How the command uses its single key (at position 1), or `None` without a key.
     pub key_access: Option<KeyAccess>,
+    /// Redis command tips, space-separated (`nondeterministic_output`), or `None`.
+    pub tips: Option<&'static CStr>,
     /// The arguments after the command name.
     pub args: Vec<ArgDoc>,
 }
@@ -150,9 +152,9 @@ impl CommandDocs {
             version: &INFO_VERSION,
             summary: self.summary.as_ptr(),
             complexity: self.complexity.as_ptr(),
-            since: c"0.1.0".as_ptr(),
+            since: crate::version::SINCE.as_ptr(),
             history: std::ptr::null_mut(),
-            tips: std::ptr::null(),
+            tips: self.tips.map_or(std::ptr::null(), CStr::as_ptr),
             arity: self.arity,
             key_specs: if key_specs.is_empty() {
                 std::ptr::null_mut()

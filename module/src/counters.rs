@@ -35,8 +35,12 @@ pub static BORROWED_MS: Counter = Counter::new();
 pub static CLOCK_STEP_BACKS: Counter = Counter::new();
 /// Calls refused because the clock would pass the drift bound.
 pub static DRIFT_REFUSALS: Counter = Counter::new();
-/// Segment fences applied (one per key and event).
+/// Segment fences applied (one per key after each start).
 pub static FENCES_APPLIED: Counter = Counter::new();
+/// Keys whose values were remembered when a full sync was about to erase them.
+pub static SEGMENT_MARKS_TAKEN: Counter = Counter::new();
+/// Remembered values that a SEGMENT.NEXT call continued above (and then forgot).
+pub static SEGMENT_MARKS_APPLIED: Counter = Counter::new();
 /// Times this instance was promoted to master.
 pub static PROMOTIONS: Counter = Counter::new();
 /// Calls answered with any error.

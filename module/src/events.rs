@@ -1,45 +1,132 @@
-//! Server events the module follows: promotion of this instance to master.
+//! Server events the module follows: a flush about to erase a replica's data (remember this
+//! instance's segment values first), and promotion of this instance to master.
 
 use std::ffi::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use idgen_core::parse_redis_integer;
 use redis_module::{raw, Context};
 
-use crate::{counters, fence, state};
+use crate::string_scan::EventContext;
+use crate::{counters, segment_marks, state};
 
 /// The role-changed subevent meaning "this instance is now a master".
 const NOW_MASTER: u64 = 0;
 
+/// The most digits (with a sign) an `i64` has: longer strings cannot be counters.
+const MAX_INTEGER_LEN: usize = 20;
+
+/// Runs an event handler so that a panic (a bug) is logged instead of unwinding into Redis.
+fn guarded(ctx: *mut raw::RedisModuleCtx, what: &str, handler: impl FnOnce()) {
+    if catch_unwind(AssertUnwindSafe(handler)).is_err() {
+        Context::new(ctx).log_warning(&format!(
+            "idgen hit an internal error while handling {what} (a bug: please report it with \
+             this log); the server keeps running"
+        ));
+    }
+}
+
+/// # Safety
+/// Called by Redis only, for the role-changed event, with its own event context.
 unsafe extern "C" fn on_role_changed(
     ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
     subevent: u64,
     _data: *mut c_void,
 ) {
-    if subevent != NOW_MASTER {
-        return;
-    }
-    counters::PROMOTIONS.add(1);
-    fence::new_event();
-    let fence = state::config().segment_fence;
-    let message = format!(
-        "promoted to master: each segment key skips {fence} values on its first use \
-         (idgen.segment-fence); snowflake IDs continue from this instance's own offset"
-    );
-    Context::new(ctx).log_notice(&message);
+    guarded(ctx, "a promotion", || {
+        if subevent != NOW_MASTER {
+            return;
+        }
+        counters::PROMOTIONS.add(1);
+        Context::new(ctx).log_notice(&format!(
+            "promoted to master: snowflake IDs and segment values continue from this \
+             instance's own offset; {} segment keys continue above values this instance \
+             handed out before a full sync replaced its data",
+            segment_marks::len()
+        ));
+    });
 }
 
-/// Subscribes to role changes.
-pub fn subscribe(ctx: &Context) -> Result<(), String> {
-    let event = raw::RedisModuleEvent {
-        id: raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
-        dataver: 1,
-    };
+/// # Safety
+/// Called by Redis only, for the flush event, with its own event context (which has a
+/// temporary client, so keys can be scanned).
+unsafe extern "C" fn on_flush(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    _data: *mut c_void,
+) {
+    guarded(ctx, "a flush", || {
+        // SAFETY: ctx is this flush event's context.
+        let event = unsafe { EventContext::new(ctx) };
+        // A replica's data is flushed when a full sync from its master begins (or the
+        // master's FLUSHALL arrives); a master's only by its own users' FLUSHALL/FLUSHDB,
+        // which mean what they say.
+        if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_START || !event.is_replica() {
+            return;
+        }
+        remember_own_values(ctx, &event);
+    });
+}
+
+/// Remembers every string key holding an integer of this instance's residue class: a
+/// value only this instance can have handed out, which the flush would erase.
+fn remember_own_values(ctx: *mut raw::RedisModuleCtx, event: &EventContext) {
+    let identity = state::config().identity;
+    let before = segment_marks::len();
+    let complete = event.for_each_string(MAX_INTEGER_LEN, |db, key, value| {
+        if let Some(value) = parse_redis_integer(value).filter(|&v| identity.owns(v)) {
+            segment_marks::remember(db, key, value);
+        }
+    });
+    let taken = segment_marks::len().saturating_sub(before);
+    counters::SEGMENT_MARKS_TAKEN.add(taken as u64);
+    let context = Context::new(ctx);
+    if !complete {
+        context.log_warning(
+            "idgen could not finish remembering this instance's segment values before the \
+             flush (a bug: please report it with this log); segment keys keep the start fence",
+        );
+    }
+    if taken > 0 {
+        context.log_notice(&format!(
+            "a full sync replaces this replica's data: remembered {taken} segment keys holding \
+             values this instance may have handed out, so it never hands them out again if \
+             promoted"
+        ));
+    }
+}
+
+/// Subscribes to one server event; fails with a message naming it.
+fn subscribe_to(
+    ctx: &Context,
+    id: u64,
+    name: &str,
+    callback: unsafe extern "C" fn(
+        *mut raw::RedisModuleCtx,
+        raw::RedisModuleEvent,
+        u64,
+        *mut c_void,
+    ),
+) -> Result<(), String> {
+    let event = raw::RedisModuleEvent { id, dataver: 1 };
     // SAFETY: ctx is the loading context; the callback has the signature Redis expects.
-    let status = unsafe {
-        raw::RedisModule_SubscribeToServerEvent.unwrap()(ctx.ctx, event, Some(on_role_changed))
-    };
+    let status =
+        unsafe { raw::RedisModule_SubscribeToServerEvent.unwrap()(ctx.ctx, event, Some(callback)) };
     if status != raw::REDISMODULE_OK as c_int {
-        return Err("could not subscribe to the role-changed server event".into());
+        return Err(format!("could not subscribe to the {name} server event"));
     }
     Ok(())
+}
+
+/// Subscribes to role changes and flushes.
+pub fn subscribe(ctx: &Context) -> Result<(), String> {
+    subscribe_to(
+        ctx,
+        raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
+        "role-changed",
+        on_role_changed,
+    )?;
+    subscribe_to(ctx, raw::REDISMODULE_EVENT_FLUSHDB, "flushdb", on_flush)
 }

@@ -1,58 +1,42 @@
-//! The segment fence: after this instance starts or is promoted, each segment key skips
-//! `idgen.segment-fence` values on its first use, so a tail of values this instance handed
-//! out but lost (a crash before the write reached disk, or a failover before it reached the
-//! replica that took over) is never handed out again.
+//! The segment fence: after this instance starts, each segment key skips
+//! `idgen.segment-fence` values on its first use as master, so a tail of values this
+//! instance handed out before the start but its persistence lost (a crash before the write
+//! reached disk) is never handed out again.
 //!
-//! Each start or promotion is an *event*; a key is fenced once per event. Events come from
-//! the module loading (a restart) and from the role-changed server event (`REPLICAOF NO
-//! ONE`, cluster failover) — never from loading data, so replaying an AOF applies nothing.
+//! Only a start arms the fence: loading data (`DEBUG RELOAD`, replaying an AOF) does not,
+//! and neither does a promotion — what a promoted instance handed out before a full sync
+//! erased it is remembered exactly (`segment_marks`), and a replica that never issued has
+//! no tail of its own.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::counters;
 
-/// Keys already fenced since the last event, by database. `None` until the first event.
-struct FenceState {
-    events: u64,
-    fenced: Option<HashMap<i32, HashSet<Vec<u8>>>>,
-}
+/// Keys fenced since the start, by database. `None` until the module has loaded.
+static FENCED: Mutex<Option<HashMap<i32, HashSet<Vec<u8>>>>> = Mutex::new(None);
 
-static STATE: Mutex<FenceState> = Mutex::new(FenceState {
-    events: 0,
-    fenced: None,
-});
-
-fn lock() -> MutexGuard<'static, FenceState> {
-    STATE
+fn lock() -> MutexGuard<'static, Option<HashMap<i32, HashSet<Vec<u8>>>>> {
+    FENCED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Starts a new event: every key gets the fence again on its next use.
-pub fn new_event() {
-    let mut state = lock();
-    state.events += 1;
-    state.fenced = Some(HashMap::new());
+/// Arms the fence for every key: called once, when the module loads (a start).
+pub fn arm() {
+    *lock() = Some(HashMap::new());
 }
 
-/// How many events (start and promotions) there have been.
-pub fn events() -> u64 {
-    lock().events
-}
-
-/// Whether the key has not had its fence since the last event. Allocates nothing.
+/// Whether the key has not had its fence since the start. Allocates nothing.
 pub fn is_pending(db: i32, key: &[u8]) -> bool {
     lock()
-        .fenced
         .as_ref()
         .is_some_and(|fenced| !fenced.get(&db).is_some_and(|keys| keys.contains(key)))
 }
 
-/// Records that the key had its fence for this event (after the call that applied it
-/// succeeded).
+/// Records that the key had its fence (after the call that applied it succeeded).
 pub fn mark_applied(db: i32, key: &[u8]) {
-    if let Some(fenced) = lock().fenced.as_mut() {
+    if let Some(fenced) = lock().as_mut() {
         if fenced.entry(db).or_default().insert(key.to_vec()) {
             counters::FENCES_APPLIED.add(1);
         }

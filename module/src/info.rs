@@ -5,7 +5,7 @@ use std::ffi::c_int;
 use idgen_core::utc::{format_date, format_unix_ms};
 use redis_module::raw;
 
-use crate::{clock, counters, fence, state, warnings};
+use crate::{clock, counters, segment_marks, state, warnings};
 
 /// Redis calls this for `INFO`, `INFO idgen`, `INFO modules` and crash reports.
 pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
@@ -27,10 +27,7 @@ pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_
     number("snowflake_ids_per_ms", config.ids_per_ms());
     number("default_shard", config.default_shard);
     number("max_drift_ms", config.max_drift_ms);
-    text(
-        "snowflake_restart_fence",
-        if config.restart_fence { "yes" } else { "no" },
-    );
+    number("snowflake_restart_fence", u64::from(config.restart_fence));
     number("segment_fence", config.segment_fence);
     let ahead = state::with_sequence(|sequence| sequence.ahead_of_wall_ms(clock::wall_unix_ms()));
     number("clock_ahead_ms", ahead);
@@ -42,8 +39,13 @@ pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_
     number("clock_step_backs", counters::CLOCK_STEP_BACKS.get());
     number("drift_refusals", counters::DRIFT_REFUSALS.get());
     number("fences_applied", counters::FENCES_APPLIED.get());
+    number("segment_marks_held", segment_marks::len() as u64);
+    number("segment_marks_taken", counters::SEGMENT_MARKS_TAKEN.get());
+    number(
+        "segment_marks_applied",
+        counters::SEGMENT_MARKS_APPLIED.get(),
+    );
     number("promotions", counters::PROMOTIONS.get());
-    number("fence_events", fence::events());
     number("errors", counters::ERRORS.get());
     text("warnings", &warnings::summary());
 }

@@ -17,9 +17,12 @@ mod fence;
 mod ffi;
 mod info;
 mod registry;
+mod segment_marks;
 mod settings;
 mod snowflake_type;
 mod state;
+mod string_scan;
+mod version;
 mod warnings;
 
 use redis_module::configuration::ConfigurationFlags;
@@ -47,8 +50,8 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
         .validate(clock::wall_unix_ms())
         .map_err(|e| e.to_string())?;
     state::install(config, clock::wall_unix_ms());
-    // A start is a fence event: every segment key skips the fence on its first use.
-    fence::new_event();
+    // A start arms the segment fence: every key skips it on its first use as master.
+    fence::arm();
     registry::register_all(ctx)?;
     events::subscribe(ctx)?;
     warnings::start(ctx);
@@ -66,10 +69,21 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     Ok(())
 }
 
+/// The allocator: Redis's in the server, the system's under `cargo test`, where no Redis
+/// allocator exists (unit tests of the module's pure helpers would abort without this).
+#[cfg(not(test))]
+type ModuleAllocator = redis_module::alloc::RedisAlloc;
+#[cfg(not(test))]
+const MODULE_ALLOCATOR: ModuleAllocator = redis_module::alloc::RedisAlloc;
+#[cfg(test)]
+type ModuleAllocator = std::alloc::System;
+#[cfg(test)]
+const MODULE_ALLOCATOR: ModuleAllocator = std::alloc::System;
+
 redis_module! {
     name: "idgen",
-    version: 1,
-    allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+    version: version::NUMBER,
+    allocator: (ModuleAllocator, MODULE_ALLOCATOR),
     data_types: [SNOWFLAKE_TYPE],
     init: on_load,
     configurations: [

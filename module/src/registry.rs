@@ -102,14 +102,16 @@ fn commands() -> [CommandSpec; 5] {
         CommandSpec {
             name: c"snowflake.next",
             entry: snowflake_next_entry,
-            flags: c"write deny-oom fast",
+            // Not `fast`: the work grows with COUNT (up to 100,000 IDs).
+            flags: c"write deny-oom",
             keys: (1, 1, 1),
-            acl_categories: c"write fast",
+            acl_categories: c"write",
             docs: CommandDocs {
                 summary: c"Issues snowflake IDs (time | shard | sequence) that are unique across keys and instances and increase per key.",
                 complexity: c"O(N) where N is COUNT (1 without COUNT).",
                 arity: SNOWFLAKE_NEXT_ARITY,
                 key_access: Some(KeyAccess::ReadWriteUpdate),
+                tips: Some(c"nondeterministic_output"),
                 args: vec![
                     KEY,
                     ArgDoc::optional_integer("count", c"COUNT"),
@@ -120,6 +122,7 @@ fn commands() -> [CommandSpec; 5] {
         CommandSpec {
             name: c"segment.next",
             entry: segment_next_entry,
+            // O(1) whatever COUNT is: the reply is a range, never COUNT integers.
             flags: c"write deny-oom fast",
             keys: (1, 1, 1),
             acl_categories: c"write fast",
@@ -128,6 +131,7 @@ fn commands() -> [CommandSpec; 5] {
                 complexity: c"O(1).",
                 arity: SEGMENT_NEXT_ARITY,
                 key_access: Some(KeyAccess::ReadWriteUpdate),
+                tips: Some(c"nondeterministic_output"),
                 args: vec![KEY, ArgDoc::optional_integer("count", c"COUNT")],
             },
         },
@@ -142,6 +146,7 @@ fn commands() -> [CommandSpec; 5] {
                 complexity: c"O(1).",
                 arity: DECODE_ARITY,
                 key_access: None,
+                tips: None,
                 args: vec![ArgDoc::integer("id")],
             },
         },
@@ -156,6 +161,7 @@ fn commands() -> [CommandSpec; 5] {
                 complexity: c"O(1).",
                 arity: LAST_ARITY,
                 key_access: Some(KeyAccess::ReadOnly),
+                tips: None,
                 args: vec![KEY],
             },
         },
@@ -170,6 +176,7 @@ fn commands() -> [CommandSpec; 5] {
                 complexity: c"O(1).",
                 arity: SETLAST_ARITY,
                 key_access: Some(KeyAccess::ReadWriteUpdate),
+                tips: None,
                 args: vec![KEY, ArgDoc::integer("id")],
             },
         },

@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use idgen_core::{Config, Identity, Layout, DEFAULT_EPOCH_UNIX_MS};
+use idgen_core::{Config, Identity, Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_SEGMENT_FENCE};
 
 /// One config: its name (without the `idgen.` prefix), default, and storage.
 pub struct Setting {
@@ -56,8 +56,9 @@ pub static MAX_DRIFT_MS: Setting = Setting::new("max-drift-ms", 2000);
 pub static RESTART_FENCE: AtomicBool = AtomicBool::new(true);
 /// The name of [`RESTART_FENCE`] after `idgen.`.
 pub const RESTART_FENCE_NAME: &str = "snowflake-restart-fence";
-/// `idgen.segment-fence`: values a segment counter skips once after promotion or restart.
-pub static SEGMENT_FENCE: Setting = Setting::new("segment-fence", 0);
+/// `idgen.segment-fence`: values a segment counter skips once after a start; 0 is the dense
+/// mode (safe only with `appendfsync always`).
+pub static SEGMENT_FENCE: Setting = Setting::new("segment-fence", DEFAULT_SEGMENT_FENCE as i64);
 
 /// `idgen.debug-clock-offset-ms`: added to the wall clock the module reads. For tests that
 /// need a server whose clock is behind or ahead; hidden from `CONFIG GET idgen.*` and, at

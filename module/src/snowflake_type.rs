@@ -5,13 +5,15 @@
 //! - the value is the key's last ID, so IDs for a key restored anywhere continue above it;
 //! - the instance's snowflake position is saved as RDB aux data (also inside an AOF's RDB
 //!   preamble) and restored on load, so after a restart nothing at or before the last
-//!   persisted millisecond is issued again, even if the wall clock is now behind it.
+//!   persisted millisecond is issued again, even if the wall clock is now behind it;
+//! - so are the segment values this instance remembers (`segment_marks`), so a replica that
+//!   restarts still knows what it handed out before a full sync erased it.
 
 use std::ffi::{c_int, c_void};
 
 use redis_module::{native_types::RedisType, raw};
 
-use crate::{clock, state};
+use crate::{clock, segment_marks, state};
 
 /// What a snowflake key holds.
 #[derive(Debug, Clone, Copy)]
@@ -20,8 +22,9 @@ pub struct SnowflakeKey {
     pub last_id: u64,
 }
 
-/// Encoding version of the RDB form (one unsigned integer).
-const ENCODING_VERSION: i32 = 0;
+/// Encoding version of the type: a key is one unsigned integer in every version; the aux
+/// record is the snowflake position (0), then the remembered segment values (1).
+const ENCODING_VERSION: i32 = 1;
 
 /// The registered type; `TYPE key` answers `snowflake`.
 pub static SNOWFLAKE_TYPE: RedisType = RedisType::new(
@@ -69,8 +72,8 @@ pub fn raise_floor_for(last_id: u64, check_drift: bool) -> bool {
     true
 }
 
-/// Encoding version of the aux record (the time of the last issued position).
-const AUX_ENCODING_VERSION: c_int = 0;
+/// The first encoding whose aux record carries remembered segment values.
+const AUX_WITH_SEGMENT_MARKS: c_int = 1;
 
 unsafe extern "C" fn aux_save(rdb: *mut raw::RedisModuleIO, _when: c_int) {
     let last_time_ms = state::with_sequence(|sequence| {
@@ -79,25 +82,48 @@ unsafe extern "C" fn aux_save(rdb: *mut raw::RedisModuleIO, _when: c_int) {
             .map_or(0, |position| position.time_ms)
     });
     raw::save_unsigned(rdb, last_time_ms);
+    let marks = segment_marks::snapshot();
+    raw::save_unsigned(rdb, marks.len() as u64);
+    for (db, key, value) in marks {
+        raw::save_signed(rdb, i64::from(db));
+        raw::save_slice(rdb, &key);
+        raw::save_signed(rdb, value);
+    }
 }
 
 unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, _when: c_int) -> c_int {
-    if encver != AUX_ENCODING_VERSION {
+    if !(0..=ENCODING_VERSION).contains(&encver) {
         return raw::REDISMODULE_ERR as c_int;
     }
-    match raw::load_unsigned(rdb) {
-        Ok(last_time_ms) => {
-            // The instance's own saved position, or its master's in a full sync: either way
-            // IDs up to it exist, so they must not be issued again, whatever the clock says.
-            state::with_sequence(|sequence| sequence.raise_floor(last_time_ms));
-            raw::REDISMODULE_OK as c_int
+    let loaded = (|| -> Result<(), redis_module::error::Error> {
+        let last_time_ms = raw::load_unsigned(rdb)?;
+        // The instance's own saved position, or its master's in a full sync: either way
+        // IDs up to it exist, so they must not be issued again, whatever the clock says.
+        state::with_sequence(|sequence| sequence.raise_floor(last_time_ms));
+        if encver >= AUX_WITH_SEGMENT_MARKS {
+            // Only values of this instance's own class mean anything to it: a master's
+            // remembered values, arriving in a full sync, are of the master's class.
+            let identity = state::config().identity;
+            for _ in 0..raw::load_unsigned(rdb)? {
+                let db = raw::load_signed(rdb)?;
+                let key = raw::load_string_buffer(rdb)?;
+                let value = raw::load_signed(rdb)?;
+                if let (Ok(db), true) = (i32::try_from(db), identity.owns(value)) {
+                    segment_marks::remember(db, key.as_ref(), value);
+                }
+            }
         }
+        Ok(())
+    })();
+    match loaded {
+        Ok(()) => raw::REDISMODULE_OK as c_int,
         Err(_) => raw::REDISMODULE_ERR as c_int,
     }
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    if encver != ENCODING_VERSION {
+    // Keys are encoded alike in every version so far.
+    if !(0..=ENCODING_VERSION).contains(&encver) {
         return std::ptr::null_mut();
     }
     let Ok(last_id) = raw::load_unsigned(rdb) else {
