@@ -64,7 +64,8 @@ fn after_a_start_ids_begin_above_the_restart_fence() {
     let error = refused.unwrap_err();
     assert_eq!(error.code(), Some("DRIFT"));
     assert!(error.to_string().contains("restart fence is on"), "{error}");
-    assert_eq!(info_field(&mut conn, "snowflake_restart_fence"), "yes");
+    // A boolean, as Redis's own INFO fields are: 0 or 1.
+    assert_eq!(info_field(&mut conn, "snowflake_restart_fence"), "1");
 }
 
 #[test]
@@ -97,7 +98,8 @@ fn snowflake_ids_are_unique_across_keys_and_keep_the_shard() {
 
 #[test]
 fn segment_next_continues_above_the_key_in_the_offset_class() {
-    let server = Server::start(&["step", "6", "offset", "2"]);
+    // The arithmetic, without the fence a start puts before each key's first value.
+    let server = Server::start(&["step", "6", "offset", "2", "segment-fence", "0"]);
     let mut conn = server.conn();
     let first: i64 = cmd("SEGMENT.NEXT").arg("invoice").query(&mut conn).unwrap();
     assert_eq!(first, 2);
@@ -134,7 +136,7 @@ fn segment_next_continues_above_the_key_in_the_offset_class() {
 /// integer, and the key must stay a plain string INCR and GET understand, without a TTL.
 #[test]
 fn segment_next_leaves_a_plain_integer_string_without_ttl() {
-    let server = Server::start(&["step", "1", "offset", "0"]);
+    let server = Server::start(&["step", "1", "offset", "0", "segment-fence", "0"]);
     let mut conn = server.conn();
     let get = |conn: &mut redis::Connection, key: &str| -> String {
         cmd("GET").arg(key).query(conn).unwrap()
@@ -303,13 +305,32 @@ fn command_docs_and_key_specs_describe_the_commands() {
             "{name}: {text}"
         );
     }
-    let info: Value = cmd("COMMAND")
-        .arg("INFO")
-        .arg("snowflake.next")
-        .query(&mut conn)
-        .unwrap();
-    let text = format!("{info:?}");
-    assert!(text.contains("write") && text.contains("denyoom") && text.contains("fast"));
+    // COMMAND INFO: [name, arity, flags, first key, last key, step, ACL categories, tips, …].
+    // `fast` is for O(1) commands: SEGMENT.NEXT is (its reply is a range whatever COUNT is);
+    // SNOWFLAKE.NEXT is O(COUNT). Both issue different values for the same call: the tip
+    // says so to clients and proxies.
+    for (command, fast) in [("snowflake.next", false), ("segment.next", true)] {
+        let info: Vec<Vec<Value>> = cmd("COMMAND")
+            .arg("INFO")
+            .arg(command)
+            .query(&mut conn)
+            .unwrap();
+        let words = |value: &Value| -> Vec<String> {
+            redis::from_redis_value::<Vec<String>>(value).unwrap()
+        };
+        let flags = words(&info[0][2]);
+        assert!(
+            flags.contains(&"write".to_string()) && flags.contains(&"denyoom".to_string()),
+            "{command}: {flags:?}"
+        );
+        assert_eq!(
+            flags.contains(&"fast".to_string()),
+            fast,
+            "{command}: {flags:?}"
+        );
+        let tips = words(&info[0][7]);
+        assert_eq!(tips, ["nondeterministic_output"], "{command}");
+    }
     // Arity is enforced by the server for a wrong count.
     let short: redis::RedisResult<()> = cmd("SNOWFLAKE.DECODE").query(&mut conn);
     assert!(short

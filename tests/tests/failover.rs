@@ -17,7 +17,7 @@ use redis::{cmd, Connection};
 const KEYS: usize = 4;
 
 /// Everything handed out in a phase.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Issued {
     /// Unique across all keys.
     snowflakes: Vec<i64>,
@@ -116,76 +116,147 @@ fn follow(replica: &Server, master: &Server) {
     master.wait_replicated(1);
 }
 
-/// Master A (offset 0) and replica B (offset 1). A's last writes never reach B; B is
-/// promoted and issues; then A follows B (its tail is discarded by the full sync) and is
-/// promoted again, and issues. Returns everything issued.
-fn promotion_then_failback(segment_fence: &str) -> (Issued, Issued) {
-    let args = |offset: &str| {
-        [
-            "step",
-            "4",
-            "offset",
-            offset,
-            "segment-fence",
-            segment_fence,
-        ]
-        .map(String::from)
-    };
-    let a_args = args("0");
-    let b_args = args("1");
-    let a_args: Vec<&str> = a_args.iter().map(String::as_str).collect();
-    let b_args: Vec<&str> = b_args.iter().map(String::as_str).collect();
-    let a = Server::start(&a_args);
-    let b = Server::start_replica(&a, &b_args);
+/// What each instance handed out in a failback scenario.
+struct Failback {
+    /// A, as master, up to the moment B is promoted (its last writes B never received).
+    a_before: Issued,
+    /// B, promoted while cut off from A.
+    b_promoted: Issued,
+    /// A, promoted again after following B (a full sync that replaced its data).
+    a_after: Issued,
+    /// A's `INFO idgen` counters after the scenario: (marks taken, marks applied).
+    a_marks: (String, String),
+}
 
-    let mut promotion = Issued::issue(&mut a.conn(), 500, 0);
+impl Failback {
+    /// Everything, for the duplicate counts.
+    fn all(&self) -> Issued {
+        let mut all = self.a_before.clone();
+        all.extend(self.b_promoted.clone());
+        all.extend(self.a_after.clone());
+        all
+    }
+
+    /// Per key: the largest segment value A handed out before, and the first after.
+    fn a_segments_around_failback(&self) -> Vec<(i64, i64)> {
+        (0..KEYS)
+            .map(|key| {
+                let of_key = |issued: &Issued| {
+                    issued
+                        .segments
+                        .iter()
+                        .filter(|(k, _)| *k == key)
+                        .map(|&(_, v)| v)
+                        .collect::<Vec<_>>()
+                };
+                let before = of_key(&self.a_before).into_iter().max().unwrap();
+                let after = of_key(&self.a_after).into_iter().min().unwrap();
+                (before, after)
+            })
+            .collect()
+    }
+}
+
+/// Master A (offset 0) and replica B (offset 1), AOF on, otherwise the idgen settings given
+/// (none: the defaults). A's last writes never reach B; B is promoted and issues; then A —
+/// killed and restarted from its AOF first, if `restart_a` — follows B (its tail is
+/// discarded by the full sync) and is promoted again, and issues.
+fn failback(idgen_settings: &[&str], restart_a: bool) -> Failback {
+    let with_offset = |offset: &'static str| {
+        let mut args = vec!["step", "4", "offset", offset];
+        args.extend_from_slice(idgen_settings);
+        idgen_tests::ServerOptions::module(&args).server_args(&["--appendonly", "yes"])
+    };
+    let start = |options| Server::start_with(options).unwrap_or_else(|f| panic!("{}", f.log));
+    let mut a = start(with_offset("0"));
+    let b =
+        start(with_offset("1").server_args(&["--replicaof", "127.0.0.1", &a.port().to_string()]));
+    b.wait_in_sync();
+
+    let mut a_before = Issued::issue(&mut a.conn(), 500, 0);
     a.wait_replicated(1);
     detach(&b);
     // A's tail: B never receives it. More than B will issue, so B's counters end lower.
-    promotion.extend(Issued::issue(&mut a.conn(), 2000, 1));
+    a_before.extend(Issued::issue(&mut a.conn(), 2000, 1));
     promote(&b);
-    promotion.extend(Issued::issue(&mut b.conn(), 300, 2));
+    let b_promoted = Issued::issue(&mut b.conn(), 300, 2);
 
-    let mut failback = Issued::default();
-    failback.snowflakes.clone_from(&promotion.snowflakes);
-    failback.segments.clone_from(&promotion.segments);
-    failback.counters.clone_from(&promotion.counters);
+    if restart_a {
+        // SIGKILL: the AOF holds every acknowledged write (they reached the kernel).
+        a.kill();
+        a.start_again(&[])
+            .unwrap_or_else(|failure| panic!("restart failed:\n{}", failure.log));
+    }
     follow(&a, &b);
     promote(&a);
-    failback.extend(Issued::issue(&mut a.conn(), 2000, 3));
-    (promotion, failback)
+    let a_after = Issued::issue(&mut a.conn(), 2000, 3);
+    let mut conn = a.conn();
+    let a_marks = (
+        idgen_tests::info_field(&mut conn, "segment_marks_taken"),
+        idgen_tests::info_field(&mut conn, "segment_marks_applied"),
+    );
+    Failback {
+        a_before,
+        b_promoted,
+        a_after,
+        a_marks,
+    }
 }
 
 #[test]
-fn promotion_after_a_lost_tail_and_failback_never_repeat() {
-    let (promotion, failback) = promotion_then_failback("1000000");
-    let (sf, seg, incr) = report("promotion after lost tail (fence 1000000)", &promotion);
+fn promotion_after_a_lost_tail_and_failback_never_repeat_with_default_settings() {
+    let scenario = failback(&[], false);
+    let mut promotion = scenario.a_before.clone();
+    promotion.extend(scenario.b_promoted.clone());
+    let (sf, seg, incr) = report("promotion after lost tail (defaults)", &promotion);
     assert_eq!((sf, seg), (0, 0));
     assert!(
         incr > 0,
         "the INCR control should repeat values after this promotion"
     );
-    let (sf, seg, incr) = report("failback (fence 1000000)", &failback);
+    let (sf, seg, incr) = report("failback (defaults)", &scenario.all());
     assert_eq!((sf, seg), (0, 0));
     assert!(incr > 0);
 }
 
 #[test]
-fn failback_without_a_segment_fence_repeats_the_lost_tail() {
-    // The same events with segment-fence 0: the old master's own lost tail is issued again
-    // after failback. This is what the fence is for, and shows the scenario bites.
-    let (promotion, failback) = promotion_then_failback("0");
-    let (sf, seg, _) = report("promotion after lost tail (fence 0)", &promotion);
-    assert_eq!((sf, seg), (0, 0), "offsets alone make promotion safe");
-    let (sf, seg, _) = report("failback (fence 0)", &failback);
-    assert_eq!(
-        sf, 0,
-        "snowflakes continue from the instance's own sequence"
-    );
-    assert!(
-        seg > 0,
-        "without a fence the lost segment tail must come back"
-    );
+fn failback_in_dense_mode_repeats_nothing_and_skips_nothing() {
+    // segment-fence 0: no value is skipped at a start. What A handed out before the full
+    // sync erased it is remembered, so A continues right above its own last value: the
+    // next value of its class, no gap, no repeat.
+    let scenario = failback(&["segment-fence", "0"], false);
+    let (sf, seg, incr) = report("failback (segment-fence 0)", &scenario.all());
+    assert_eq!((sf, seg), (0, 0));
+    assert!(incr > 0, "the INCR control repeats the lost tail");
+    for (before, after) in scenario.a_segments_around_failback() {
+        assert_eq!(after, before + 4, "A's next value of its class, step 4");
+    }
+    let keys = KEYS.to_string();
+    assert_eq!(scenario.a_marks, (keys.clone(), keys));
+}
+
+#[test]
+fn failback_after_a_restart_of_the_old_master_never_repeats() {
+    // A is killed after its tail and restarted from its AOF before it follows B: the values
+    // it remembers come from the data it loaded, so again nothing repeats and, in the
+    // dense mode, nothing is skipped.
+    for (settings, label) in [
+        (&[][..], "failback after restart (defaults)"),
+        (
+            &["segment-fence", "0"][..],
+            "failback after restart (segment-fence 0)",
+        ),
+    ] {
+        let scenario = failback(settings, true);
+        let (sf, seg, _) = report(label, &scenario.all());
+        assert_eq!((sf, seg), (0, 0), "{label}");
+        if settings.is_empty() {
+            continue;
+        }
+        for (before, after) in scenario.a_segments_around_failback() {
+            assert_eq!(after, before + 4, "{label}");
+        }
+    }
 }
 
 /// Four clients issue against `master` until it is killed with SIGKILL (after `snapshot`
@@ -238,22 +309,17 @@ fn crash_under_load(mut master: Server, snapshot: Option<&str>) -> (Issued, bool
     (all, lost_tail)
 }
 
-fn crash_options(persistence: &[&str]) -> Server {
-    let options = idgen_tests::ServerOptions::module(&[
-        "step",
-        "2",
-        "offset",
-        "0",
-        "segment-fence",
-        "1000000",
-    ])
-    .server_args(persistence);
+fn crash_options(persistence: &[&str], idgen_settings: &[&str]) -> Server {
+    // Default idgen settings apart from the identity and those given.
+    let mut args = vec!["step", "2", "offset", "0"];
+    args.extend_from_slice(idgen_settings);
+    let options = idgen_tests::ServerOptions::module(&args).server_args(persistence);
     Server::start_with(options).unwrap_or_else(|failure| panic!("{}", failure.log))
 }
 
 #[test]
 fn a_master_killed_under_load_with_aof_everysec_never_repeats() {
-    let master = crash_options(&["--appendonly", "yes", "--appendfsync", "everysec"]);
+    let master = crash_options(&["--appendonly", "yes", "--appendfsync", "everysec"], &[]);
     let (all, lost_tail) = crash_under_load(master, None);
     // SIGKILL loses nothing Redis already wrote to the kernel; everysec loses data only
     // when the machine itself goes down. Either way nothing may repeat.
@@ -267,7 +333,8 @@ fn a_master_killed_under_load_with_aof_everysec_never_repeats() {
 #[test]
 fn a_master_killed_under_load_with_rdb_snapshots_loses_a_tail_but_never_repeats() {
     // The snapshot is taken mid-load; everything acknowledged after it is lost by the kill.
-    let master = crash_options(&["--appendonly", "no"]);
+    // Default settings: the segment fence covers the lost tail.
+    let master = crash_options(&["--appendonly", "no"], &[]);
     let (all, lost_tail) = crash_under_load(master, Some("SAVE"));
     assert!(
         lost_tail,
@@ -278,5 +345,21 @@ fn a_master_killed_under_load_with_rdb_snapshots_loses_a_tail_but_never_repeats(
     assert!(
         incr > 0,
         "the INCR control repeats values after losing its tail"
+    );
+}
+
+#[test]
+fn a_lost_tail_with_segment_fence_0_repeats_segment_values() {
+    // The control for the default fence: the same crash in the dense mode (fence 0), which
+    // is safe only when no acknowledged write can be lost (appendfsync always). With RDB
+    // snapshots the lost tail is handed out again.
+    let master = crash_options(&["--appendonly", "no"], &["segment-fence", "0"]);
+    let (all, lost_tail) = crash_under_load(master, Some("SAVE"));
+    assert!(lost_tail);
+    let (sf, seg, _) = report("SIGKILL under load, RDB snapshot, segment-fence 0", &all);
+    assert_eq!(sf, 0, "the snowflake restart fence is still on");
+    assert!(
+        seg > 0,
+        "without a segment fence the lost tail must come back"
     );
 }

@@ -234,7 +234,7 @@ fn migrate_moves_a_key_whose_ids_continue_above_it() {
 }
 
 #[test]
-fn the_segment_fence_applies_once_per_key_per_start_or_promotion_and_never_on_reload() {
+fn the_segment_fence_applies_once_per_key_after_each_start_and_never_on_reload() {
     let next = |server: &Server, key: &str| -> i64 {
         cmd("SEGMENT.NEXT")
             .arg(key)
@@ -262,7 +262,7 @@ fn the_segment_fence_applies_once_per_key_per_start_or_promotion_and_never_on_re
     a.start_again(&[]).unwrap();
     assert_eq!(next(&a, "k"), 2008);
     assert_eq!(next(&a, "k"), 2010);
-    // So is a promotion, on the promoted replica.
+    // A replica's start arms it too: the promoted replica's first use of a key skips it.
     let b = Server::start_replica(&a, &["step", "2", "offset", "1", "segment-fence", "1000"]);
     a.wait_replicated(1);
     let _: () = cmd("REPLICAOF")
@@ -273,4 +273,18 @@ fn the_segment_fence_applies_once_per_key_per_start_or_promotion_and_never_on_re
     assert_eq!(next(&b, "k"), 3011);
     assert_eq!(next(&b, "k"), 3013);
     assert_eq!(idgen_tests::info_field(&mut b.conn(), "promotions"), "1");
+    // A promotion does not arm it again: b back to replica (a full sync) and promoted.
+    let _: () = cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(a.port())
+        .query(&mut b.conn())
+        .unwrap();
+    b.wait_in_sync();
+    let _: () = cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut b.conn())
+        .unwrap();
+    assert_eq!(next(&b, "k"), 3015);
+    assert_eq!(idgen_tests::info_field(&mut b.conn(), "promotions"), "2");
 }

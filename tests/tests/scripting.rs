@@ -9,7 +9,7 @@ const N: usize = 10_000;
 
 #[test]
 fn ten_thousand_ids_in_one_multi() {
-    let server = Server::start(&["step", "2", "offset", "1"]);
+    let server = Server::start(&["step", "2", "offset", "1", "segment-fence", "0"]);
     let mut conn = server.conn();
     let mut pipe = redis::pipe();
     pipe.atomic();
