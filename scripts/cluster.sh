@@ -50,14 +50,15 @@ case "$action" in
       p=$((port + i))
       d="$dir/node-$i"
       rm -rf "$d"; mkdir -p "$d"
-      # Each node: its own offset i; every node the same step and layout. Persistence is
-      # AOF with fsync every second, and the segment fence covers a lost second of writes.
-      redis-server --port "$p" --bind 127.0.0.1 --dir "$d" --daemonize yes \
+      # Each node: its own offset i; every node the same step and layout, and the default
+      # (safe) idgen settings otherwise. Persistence is AOF with fsync every second.
+      # REDIS_SERVER picks another server binary (the tests run Valkey this way).
+      "${REDIS_SERVER:-redis-server}" --port "$p" --bind 127.0.0.1 --dir "$d" --daemonize yes \
         --pidfile "$d/redis.pid" --logfile "$d/redis.log" \
         --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
         --appendonly yes --appendfsync everysec --save "" --repl-diskless-sync-delay 0 \
         --enable-debug-command yes \
-        --loadmodule "$module" step "$step" offset "$i" segment-fence 1000000
+        --loadmodule "$module" step "$step" offset "$i"
       addresses+=("127.0.0.1:$p")
     done
     for i in $(seq 0 $((nodes - 1))); do

@@ -20,7 +20,9 @@ done
 
 scripts/deps.sh
 cargo build --release -p idgen-module
-module="$PWD/target/release/libidgen.so"
+# Where cargo put it (CARGO_TARGET_DIR and build.target-dir move it).
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+module="$target_dir/release/libidgen.so"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 6390)
 dir=$(mktemp -d /tmp/idgen-demo.XXXXXX)

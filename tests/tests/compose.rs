@@ -46,7 +46,6 @@ fn the_compose_file_is_valid_and_matches_the_native_cluster() {
         .iter()
         .map(|o| o.parse().unwrap())
         .collect();
-    let fences: BTreeSet<String> = values_after(&config, "segment-fence").into_iter().collect();
     let ports: BTreeSet<String> = values_after(&config, "--port").into_iter().collect();
     assert_eq!(offsets.len(), 6, "six nodes");
     assert_eq!(
@@ -60,7 +59,13 @@ fn the_compose_file_is_valid_and_matches_the_native_cluster() {
     assert!(step >= 6, "the step covers every node");
     assert!(config.contains("--cluster-replicas") && config.contains("cluster-init"));
 
-    // The native script: same step, offsets 0..nodes-1, same fence.
+    // Both rely on the safe defaults for everything but the identity.
+    assert!(
+        !config.contains("segment-fence"),
+        "the compose file keeps the default fence"
+    );
+
+    // The native script: same step, offsets 0..nodes-1, same (default) fence.
     let script = std::fs::read_to_string(root().join("scripts/cluster.sh")).unwrap();
     let setting = |name: &str| {
         script
@@ -75,9 +80,8 @@ fn the_compose_file_is_valid_and_matches_the_native_cluster() {
         script.contains(r#"offset "$i""#),
         "the script gives node i offset i"
     );
-    let fence = fences.iter().next().unwrap();
     assert!(
-        script.contains(&format!("segment-fence {fence}")),
-        "same fence {fence}"
+        !script.contains("segment-fence"),
+        "the script keeps the default fence"
     );
 }
