@@ -26,7 +26,8 @@ module="$target_dir/release/libidgen.so"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 6390)
 dir=$(mktemp -d /tmp/idgen-demo.XXXXXX)
-server_args=(--port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no
+# AOF on, as production runs it (the directory is removed at the end).
+server_args=(--port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly yes
   --logfile "$dir/redis.log" --loadmodule "$module" "${module_args[@]}")
 if [ "$keep" = yes ]; then
   redis-server "${server_args[@]}" --daemonize yes --pidfile "$dir/redis.pid"
@@ -57,6 +58,8 @@ echo "# fence keeps IDs lost in a crash from being issued again (docs/guarantees
 show SNOWFLAKE.DECODE "$id"
 show SET invoice 5000000
 show SEGMENT.NEXT invoice
+echo "# The first use of a key after a start skips idgen.segment-fence (10^9) values, so"
+echo "# values a crash lost from disk are never handed out again (docs/guarantees.md)."
 show SEGMENT.NEXT invoice COUNT 1000
 show GET invoice
 show INFO idgen
