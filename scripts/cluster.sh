@@ -2,12 +2,15 @@
 # A 3-master/3-replica Redis Cluster on loopback with the idgen module on every node, each
 # node with its own offset (0..5) in one shared step — no Docker needed.
 #
-#   scripts/cluster.sh start [--port 7000] [--dir DIR] [--step 8]   # nodes on ports 7000..7005
+#   scripts/cluster.sh start [--port 7000] [--dir DIR] [--step 8] [--password PW]
+#                                                                  # nodes on ports 7000..7005
 #   scripts/cluster.sh stop  [--dir DIR]                           # stops them (by pid)
 #   scripts/cluster.sh status [--dir DIR]
 #
 # The step has headroom (8 for 6 nodes) so nodes can be added later without changing it.
-# Data, logs and pid files live in DIR (default /tmp/idgen-cluster).
+# Data, logs and pid files live in DIR (default /tmp/idgen-cluster). With --password every
+# node requires it (requirepass) and uses it towards its master (masterauth); clients then
+# connect with redis://:PW@127.0.0.1:7000/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,16 +18,24 @@ action="${1:-}"; shift || true
 port=7000
 dir=/tmp/idgen-cluster
 step=8
+password=""
 module="${IDGEN_MODULE:-$PWD/target/release/libidgen.so}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --port) port="$2"; shift 2 ;;
     --dir) dir="$2"; shift 2 ;;
     --step) step="$2"; shift 2 ;;
+    --password) password="$2"; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 nodes=6
+auth_args=()
+if [ -n "$password" ]; then
+  auth_args=(--requirepass "$password" --masterauth "$password")
+  # redis-cli reads the password from here, without warning about it on the command line.
+  export REDISCLI_AUTH="$password"
+fi
 
 stop() {
   for pidfile in "$dir"/node-*/redis.pid; do
@@ -57,7 +68,7 @@ case "$action" in
         --pidfile "$d/redis.pid" --logfile "$d/redis.log" \
         --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
         --appendonly yes --appendfsync everysec --save "" --repl-diskless-sync-delay 0 \
-        --enable-debug-command yes \
+        --enable-debug-command yes "${auth_args[@]}" \
         --loadmodule "$module" step "$step" offset "$i"
       addresses+=("127.0.0.1:$p")
     done
@@ -92,13 +103,18 @@ case "$action" in
       redis-cli -p "$port" CLUSTER NODES >&2; stop; exit 1
     fi
     echo "cluster up: ${addresses[*]} (step $step, offsets 0..$((nodes - 1)))"
-    echo "try: redis-cli -c -p $port SNOWFLAKE.NEXT orders"
+    if [ -n "$password" ]; then
+      echo "try: REDISCLI_AUTH=… redis-cli -c -p $port SNOWFLAKE.NEXT orders"
+    else
+      echo "try: redis-cli -c -p $port SNOWFLAKE.NEXT orders"
+    fi
     ;;
   stop)
     stop
     echo "cluster in $dir stopped"
     ;;
   status)
+    # With a password: REDISCLI_AUTH=PW scripts/cluster.sh status
     redis-cli -p "$port" CLUSTER NODES 2>/dev/null || echo "no cluster answers on port $port"
     ;;
   *)

@@ -177,7 +177,7 @@ fn baselines(n: u64) -> Vec<(String, f64)> {
 
 pub async fn run(rounds: usize, scale: f64) -> Results {
     let server = Server::start(&MODULE_ARGS);
-    let client = Client::connect(Topology::Single(server.url()))
+    let client = Client::connect(Topology::single(server.url()).unwrap())
         .await
         .expect("connect");
     let duration = Duration::from_secs_f64((1.0 * scale).max(0.2));

@@ -114,7 +114,7 @@ pub async fn run(counts: &[u64]) -> Vec<Row> {
             }
         },
     ));
-    let client = Client::connect(Topology::Single(server.url()))
+    let client = Client::connect(Topology::single(server.url()).unwrap())
         .await
         .unwrap();
     let buffer = client.segment_buffer(

@@ -13,7 +13,7 @@ async fn main() -> Result<(), idgen_client::Error> {
         eprintln!("usage: cluster SEED_URL [SEED_URL ...]");
         std::process::exit(2);
     }
-    let client = Client::connect(Topology::Cluster(seeds)).await?;
+    let client = Client::connect(Topology::cluster(seeds)?).await?;
     println!(
         "checked {} cluster nodes (masters and replicas)",
         client.deployment().nodes.len()

@@ -16,7 +16,7 @@ async fn main() -> Result<(), idgen_client::Error> {
         eprintln!("usage: nodes URL [URL ...]   (each a Redis with idgen and its own offset)");
         std::process::exit(2);
     }
-    let client = Client::connect(Topology::Nodes(urls)).await?;
+    let client = Client::connect(Topology::nodes(urls)?).await?;
     for node in &client.deployment().nodes {
         println!(
             "{} has offset {} of step {}",

@@ -14,7 +14,7 @@ async fn main() -> Result<(), idgen_client::Error> {
     let url = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "redis://127.0.0.1:6379/".into());
-    let client = Client::connect(Topology::Single(url)).await?;
+    let client = Client::connect(Topology::single(url)?).await?;
     let buffer = client.segment_buffer("invoice", SegmentOptions::default());
     let started = Instant::now();
     let tasks: Vec<_> = (0..8)

@@ -4,6 +4,10 @@
 //! scripts/demo.sh --keep                      # prints the port of a local Redis with idgen
 //! cargo run -p idgen-client --example single -- redis://127.0.0.1:PORT/
 //! ```
+//!
+//! Any redis-rs URL works: `rediss://host:port/` for TLS (`#insecure` at the end skips the
+//! certificate check, for self-signed test certificates), `redis://user:password@host:port/`
+//! for an ACL user.
 
 use idgen_client::{Client, Topology};
 
@@ -12,7 +16,7 @@ async fn main() -> Result<(), idgen_client::Error> {
     let url = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "redis://127.0.0.1:6379/".into());
-    let client = Client::connect(Topology::Single(url)).await?;
+    let client = Client::connect(Topology::single(url)?).await?;
     println!(
         "deployment: step {}, {} node(s)",
         client.deployment().step,

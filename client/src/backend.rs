@@ -5,9 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use redis::{Cmd, FromRedisValue};
+use redis::{Cmd, ConnectionInfo, FromRedisValue};
 
-use crate::connection::{lend, pool, ClusterConnector, Manager, NodeConnector};
+use crate::connection::{
+    cluster_pool, lend, node_pool, ClusterConnector, IdentityCheck, Manager, NodeConnector,
+};
 use crate::error::{Error, Result};
 use crate::identity_guard::IdentityGuard;
 use crate::metrics::Metrics;
@@ -21,11 +23,19 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    pub(crate) fn new(url: &str, settings: &Settings, guard: Arc<IdentityGuard>) -> Result<Self> {
-        let info = redis::IntoConnectionInfo::into_connection_info(url)?;
+    pub(crate) fn new(
+        info: &ConnectionInfo,
+        settings: &Settings,
+        guard: Arc<IdentityGuard>,
+    ) -> Result<Self> {
+        let address = info.addr().to_string();
+        let check = IdentityCheck {
+            address: address.clone(),
+            guard,
+        };
         Ok(Node {
-            address: info.addr.to_string(),
-            pool: pool(Manager(NodeConnector::new(url, settings, guard)?), settings),
+            pool: node_pool(NodeConnector::new(info, settings)?, check, settings),
+            address,
             down_until: Mutex::new(None),
         })
     }
@@ -134,9 +144,9 @@ fn cluster_transient(error: &Error) -> bool {
 }
 
 impl Cluster {
-    pub(crate) fn new(seeds: &[String], settings: &Settings) -> Result<Self> {
+    pub(crate) fn new(seeds: &[ConnectionInfo], settings: &Settings) -> Result<Self> {
         Ok(Cluster {
-            pool: pool(Manager(ClusterConnector::new(seeds, settings)?), settings),
+            pool: cluster_pool(ClusterConnector::new(seeds, settings)?, settings),
             retry_for: settings.cluster_retry_for,
         })
     }

@@ -4,9 +4,14 @@ use std::sync::Arc;
 
 use idgen_core::{DecodedId, SegmentRange};
 
+use redis::ConnectionInfo;
+
 use crate::backend::{Backend, Cluster, Node, NodeSet};
+use crate::cluster_discovery;
+use crate::connection::short_connection;
 use crate::deployment::{check, Deployment, NodeIdentity};
 use crate::error::{Error, Result};
+use crate::identity;
 use crate::identity_guard::IdentityGuard;
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::segment::SegmentBuffer;
@@ -44,26 +49,26 @@ impl Client {
     #[tracing::instrument(level = "debug", skip(settings))]
     pub async fn connect_with(topology: Topology, settings: Settings) -> Result<Client> {
         let guard = Arc::new(IdentityGuard::default());
-        let (backend, addresses) = match &topology {
-            Topology::Single(url) => {
-                let node = Node::new(url, &settings, guard.clone())?;
-                let address = url.clone();
-                (
-                    Backend::Nodes(NodeSet::new(vec![node], &settings)),
-                    vec![address],
-                )
+        let (backend, members) = match &topology {
+            Topology::Single(node) => {
+                let node_set =
+                    NodeSet::new(vec![Node::new(node, &settings, guard.clone())?], &settings);
+                (Backend::Nodes(node_set), vec![node.as_ref().clone()])
             }
-            Topology::Nodes(urls) => {
-                if urls.is_empty() {
+            Topology::Nodes(nodes) => {
+                if nodes.is_empty() {
                     return Err(Error::InvalidArgument(
-                        "Topology::Nodes needs at least one URL".into(),
+                        "Topology::Nodes needs at least one node".into(),
                     ));
                 }
-                let nodes = urls
+                let pools = nodes
                     .iter()
-                    .map(|url| Node::new(url, &settings, guard.clone()))
+                    .map(|node| Node::new(node, &settings, guard.clone()))
                     .collect::<Result<_>>()?;
-                (Backend::Nodes(NodeSet::new(nodes, &settings)), urls.clone())
+                (
+                    Backend::Nodes(NodeSet::new(pools, &settings)),
+                    nodes.clone(),
+                )
             }
             Topology::Cluster(seeds) => {
                 if seeds.is_empty() {
@@ -71,18 +76,19 @@ impl Client {
                         "Topology::Cluster needs at least one seed".into(),
                     ));
                 }
-                let members = cluster_members(seeds, &settings).await?;
+                let members = cluster_discovery::members(seeds, &settings).await?;
                 (Backend::Cluster(Cluster::new(seeds, &settings)?), members)
             }
         };
         let mut identities = Vec::new();
         let mut unreachable = Vec::new();
-        for url in &addresses {
-            match read_identity(url, &settings).await {
+        for member in &members {
+            match read_identity(member, &settings).await {
                 Ok(identity) => identities.push(identity),
                 Err(Error::Transport(error)) => {
-                    tracing::warn!(node = %url, %error, "node unreachable at connect; not checked");
-                    unreachable.push(url.clone());
+                    let address = member.addr().to_string();
+                    tracing::warn!(node = %address, %error, "node unreachable at connect; not checked");
+                    unreachable.push(address);
                 }
                 Err(other) => return Err(other),
             }
@@ -224,90 +230,8 @@ impl Client {
     }
 }
 
-/// A short-lived connection (outside the pools) with the configured timeouts, for the
-/// checks made at connect.
-async fn short_connection(
-    url: &str,
-    settings: &Settings,
-) -> Result<(redis::Client, redis::aio::MultiplexedConnection)> {
-    let client = redis::Client::open(url)?;
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(settings.connect_timeout)
-        .set_response_timeout(settings.response_timeout);
-    let conn = client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await?;
-    Ok((client, conn))
-}
-
-/// Reads one node's identity.
-async fn read_identity(url: &str, settings: &Settings) -> Result<NodeIdentity> {
-    let (client, mut conn) = short_connection(url, settings).await?;
-    let pairs: Vec<(String, String)> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("idgen.*")
-        .query_async(&mut conn)
-        .await?;
-    let address = client.get_connection_info().addr.to_string();
-    NodeIdentity::from_config(&address, &pairs)
-}
-
-/// Every node of a cluster (masters and replicas), as URLs, from `CLUSTER NODES` on the
-/// first seed that answers.
-async fn cluster_members(seeds: &[String], settings: &Settings) -> Result<Vec<String>> {
-    let mut last_error = None;
-    for seed in seeds {
-        let attempt = async {
-            let (_, mut conn) = short_connection(seed, settings).await?;
-            let nodes: String = redis::cmd("CLUSTER")
-                .arg("NODES")
-                .query_async(&mut conn)
-                .await?;
-            Ok::<String, Error>(nodes)
-        };
-        match attempt.await {
-            Ok(nodes) => return Ok(parse_cluster_nodes(&nodes)),
-            Err(error) => last_error = Some(error),
-        }
-    }
-    Err(last_error.unwrap_or_else(|| Error::InvalidArgument("no cluster seed given".into())))
-}
-
-/// URLs of the nodes in a `CLUSTER NODES` reply that are not marked failed.
-fn parse_cluster_nodes(reply: &str) -> Vec<String> {
-    reply
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let address = fields.get(1)?.split('@').next()?;
-            let flags = fields.get(2)?;
-            let failed = flags
-                .split(',')
-                .any(|flag| matches!(flag, "fail" | "noaddr" | "handshake"));
-            (!failed && !address.starts_with(':')).then(|| format!("redis://{address}/"))
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_cluster_nodes;
-
-    #[test]
-    fn cluster_nodes_lists_live_masters_and_replicas() {
-        let reply = "\
-a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
-b2 127.0.0.1:7001@17001 master - 0 0 2 connected 5461-10922
-c3 127.0.0.1:7003@17003 slave a1 0 0 1 connected
-d4 127.0.0.1:7004@17004 slave,fail b2 0 0 2 disconnected
-";
-        assert_eq!(
-            parse_cluster_nodes(reply),
-            [
-                "redis://127.0.0.1:7000/",
-                "redis://127.0.0.1:7001/",
-                "redis://127.0.0.1:7003/"
-            ]
-        );
-    }
+/// Reads one node's identity over a short-lived connection.
+async fn read_identity(node: &ConnectionInfo, settings: &Settings) -> Result<NodeIdentity> {
+    let (_, mut conn) = short_connection(node, settings).await?;
+    identity::fetch(&mut conn, &node.addr().to_string()).await
 }

@@ -1,13 +1,15 @@
 //! Pooled connections (bb8) to single nodes and to a cluster.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use redis::aio::MultiplexedConnection;
 use redis::cluster_async::ClusterConnection;
-use redis::AsyncConnectionConfig;
+use redis::{AsyncConnectionConfig, ConnectionInfo};
 
-use crate::deployment::NodeIdentity;
+use crate::identity;
 use crate::identity_guard::IdentityGuard;
 use crate::settings::Settings;
 
@@ -62,72 +64,94 @@ pub(crate) async fn lend<C: Connect>(
 }
 
 /// How to open one kind of connection; [`Manager`] pools it.
-#[async_trait::async_trait]
 pub(crate) trait Connect: Send + Sync + 'static {
     type Connection: redis::aio::ConnectionLike + Clone + Send + Sync + 'static;
-    async fn open(&self) -> redis::RedisResult<Self::Connection>;
+    fn open(&self) -> impl Future<Output = redis::RedisResult<Self::Connection>> + Send;
 }
 
-/// Multiplexed connections to one node, each opened only once the node passed the
-/// identity check.
+/// The timeouts of the settings, for every connection the client opens to a node.
+fn connection_config(settings: &Settings) -> AsyncConnectionConfig {
+    AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(settings.connect_timeout))
+        .set_response_timeout(Some(settings.response_timeout))
+}
+
+/// A short-lived connection (outside the pools) with the configured timeouts, for the
+/// checks made at connect.
+pub(crate) async fn short_connection(
+    node: &ConnectionInfo,
+    settings: &Settings,
+) -> crate::Result<(redis::Client, MultiplexedConnection)> {
+    let client = redis::Client::open(node.clone())?;
+    let conn = client
+        .get_multiplexed_async_connection_with_config(&connection_config(settings))
+        .await?;
+    Ok((client, conn))
+}
+
+/// Multiplexed connections to one node, with the configured timeouts.
 pub(crate) struct NodeConnector {
     client: redis::Client,
     config: AsyncConnectionConfig,
-    guard: Arc<IdentityGuard>,
 }
 
 impl NodeConnector {
-    pub(crate) fn new(
-        url: &str,
-        settings: &Settings,
-        guard: Arc<IdentityGuard>,
-    ) -> redis::RedisResult<Self> {
+    pub(crate) fn new(node: &ConnectionInfo, settings: &Settings) -> redis::RedisResult<Self> {
         Ok(NodeConnector {
-            client: redis::Client::open(url)?,
-            config: AsyncConnectionConfig::new()
-                .set_connection_timeout(settings.connect_timeout)
-                .set_response_timeout(settings.response_timeout),
-            guard,
+            client: redis::Client::open(node.clone())?,
+            config: connection_config(settings),
         })
     }
 }
 
-#[async_trait::async_trait]
 impl Connect for NodeConnector {
     type Connection = MultiplexedConnection;
     async fn open(&self) -> redis::RedisResult<MultiplexedConnection> {
-        let mut connection = self
-            .client
+        self.client
             .get_multiplexed_async_connection_with_config(&self.config)
-            .await?;
-        let pairs: Vec<(String, String)> = redis::cmd("CONFIG")
-            .arg("GET")
-            .arg("idgen.*")
-            .query_async(&mut connection)
-            .await?;
-        let address = self.client.get_connection_info().addr.to_string();
-        let verdict = NodeIdentity::from_config(&address, &pairs)
-            .map_err(|error| error.to_string())
-            .and_then(|identity| self.guard.admit(identity));
-        if let Err(problem) = verdict {
-            tracing::error!(node = %address, %problem, "node refused by the identity check");
-            return Err(redis::RedisError::from((
-                redis::ErrorKind::ClientError,
-                "node refused by the identity check",
-                problem,
-            )));
-        }
-        Ok(connection)
+            .await
     }
 }
 
-/// Cluster connections, each of which routes commands by key.
+/// Checks every new connection to a node against the identities the client trusts, before
+/// the pool hands it out: a node the client reconnects to must not have changed its
+/// identity (see [`IdentityGuard`]).
+#[derive(Debug)]
+pub(crate) struct IdentityCheck {
+    pub(crate) address: String,
+    pub(crate) guard: Arc<IdentityGuard>,
+}
+
+impl bb8::CustomizeConnection<Tracked<MultiplexedConnection>, redis::RedisError> for IdentityCheck {
+    fn on_acquire<'a>(
+        &'a self,
+        connection: &'a mut Tracked<MultiplexedConnection>,
+    ) -> Pin<Box<dyn Future<Output = Result<(), redis::RedisError>> + Send + 'a>> {
+        Box::pin(async move {
+            let verdict = identity::fetch(&mut connection.connection, &self.address)
+                .await
+                .map_err(|error| error.to_string())
+                .and_then(|identity| self.guard.admit(identity));
+            verdict.map_err(|problem| {
+                tracing::error!(node = %self.address, %problem, "node refused by the identity check");
+                redis::RedisError::from((
+                    redis::ErrorKind::Client,
+                    "node refused by the identity check",
+                    problem,
+                ))
+            })
+        })
+    }
+}
+
+/// Cluster connections, each of which routes commands by key. Opened by redis-rs's own bb8
+/// integration for its cluster client, which carries the timeouts, credentials and TLS.
 pub(crate) struct ClusterConnector {
     client: redis::cluster::ClusterClient,
 }
 
 impl ClusterConnector {
-    pub(crate) fn new(seeds: &[String], settings: &Settings) -> redis::RedisResult<Self> {
+    pub(crate) fn new(seeds: &[ConnectionInfo], settings: &Settings) -> redis::RedisResult<Self> {
         let client = redis::cluster::ClusterClient::builder(seeds.to_vec())
             .connection_timeout(settings.connect_timeout)
             .response_timeout(settings.response_timeout)
@@ -136,11 +160,10 @@ impl ClusterConnector {
     }
 }
 
-#[async_trait::async_trait]
 impl Connect for ClusterConnector {
     type Connection = ClusterConnection;
     async fn open(&self) -> redis::RedisResult<ClusterConnection> {
-        self.client.get_async_connection().await
+        <redis::cluster::ClusterClient as bb8::ManageConnection>::connect(&self.client).await
     }
 }
 
@@ -148,7 +171,6 @@ impl Connect for ClusterConnector {
 /// code that used them marked broken.
 pub(crate) struct Manager<C>(pub(crate) C);
 
-#[async_trait::async_trait]
 impl<C: Connect> bb8::ManageConnection for Manager<C> {
     type Connection = Tracked<C::Connection>;
     type Error = redis::RedisError;
@@ -175,7 +197,7 @@ struct LogConnectFailures;
 
 impl bb8::ErrorSink<redis::RedisError> for LogConnectFailures {
     fn sink(&self, error: redis::RedisError) {
-        if error.kind() != redis::ErrorKind::ClientError {
+        if error.kind() != redis::ErrorKind::Client {
             tracing::warn!(%error, "opening a pooled connection failed");
         }
     }
@@ -185,14 +207,32 @@ impl bb8::ErrorSink<redis::RedisError> for LogConnectFailures {
     }
 }
 
-/// Builds a pool that does not connect until first use, so that a node that is down at
+/// A pool builder that does not connect until first use, so that a node that is down at
 /// start does not keep the client from starting.
-pub(crate) fn pool<C: Connect>(manager: Manager<C>, settings: &Settings) -> bb8::Pool<Manager<C>> {
+fn pool_builder<C: Connect>(settings: &Settings) -> bb8::Builder<Manager<C>> {
     bb8::Pool::builder()
         .max_size(settings.pool_size)
         .min_idle(Some(0))
         .connection_timeout(settings.connect_timeout)
         .test_on_check_out(false)
         .error_sink(Box::new(LogConnectFailures))
-        .build_unchecked(manager)
+}
+
+/// The pool of one node's connections, each checked by `check` before it is handed out.
+pub(crate) fn node_pool(
+    connector: NodeConnector,
+    check: IdentityCheck,
+    settings: &Settings,
+) -> bb8::Pool<Manager<NodeConnector>> {
+    pool_builder(settings)
+        .connection_customizer(Box::new(check))
+        .build_unchecked(Manager(connector))
+}
+
+/// The pool of cluster connections.
+pub(crate) fn cluster_pool(
+    connector: ClusterConnector,
+    settings: &Settings,
+) -> bb8::Pool<Manager<ClusterConnector>> {
+    pool_builder(settings).build_unchecked(Manager(connector))
 }

@@ -7,7 +7,7 @@ use idgen_core::Layout;
 
 use crate::error::{Error, Result};
 
-/// One node's identity, as `CONFIG GET idgen.*` reports it.
+/// One node's identity, as `IDGEN.IDENTITY` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeIdentity {
     /// `host:port`.
@@ -20,6 +20,9 @@ pub struct NodeIdentity {
     pub layout: Layout,
     /// The ID width the layout adds up to.
     pub id_bits: u32,
+    /// The idgen module's version on this node (`0.1.0`). Not compared: nodes may run
+    /// different versions during a rolling upgrade.
+    pub module_version: String,
 }
 
 /// A deployment that passed the check: shared step and layout, distinct offsets.
@@ -34,36 +37,36 @@ pub struct Deployment {
 }
 
 impl NodeIdentity {
-    /// Reads a node's identity from its `CONFIG GET idgen.*` reply (name/value pairs).
-    pub fn from_config(address: &str, pairs: &[(String, String)]) -> Result<Self> {
-        let values: HashMap<&str, &str> = pairs
-            .iter()
-            .map(|(name, value)| (name.as_str(), value.as_str()))
-            .collect();
-        if values.is_empty() {
-            return Err(Error::Deployment(format!(
-                "{address} does not have the idgen module loaded (CONFIG GET idgen.* is empty)"
-            )));
-        }
+    /// Reads a node's identity from its `IDGEN.IDENTITY` reply (field/value pairs).
+    pub fn from_fields(address: &str, fields: &HashMap<String, String>) -> Result<Self> {
         let number = |name: &str| -> Result<u64> {
-            values
-                .get(format!("idgen.{name}").as_str())
+            fields
+                .get(name)
                 .and_then(|value| value.parse().ok())
                 .ok_or_else(|| {
-                    Error::Deployment(format!("{address} reports no usable idgen.{name}"))
+                    Error::Deployment(format!(
+                        "{address} answered IDGEN.IDENTITY without a usable `{name}`"
+                    ))
                 })
+        };
+        let width = |name: &str| -> Result<u32> {
+            let value = number(name)?;
+            u32::try_from(value).map_err(|_| {
+                Error::Deployment(format!("{address} reports {name} {value}, not a bit width"))
+            })
         };
         Ok(NodeIdentity {
             address: address.to_string(),
             step: number("step")?,
             offset: number("offset")?,
             layout: Layout {
-                time_bits: number("time-bits")? as u32,
-                shard_bits: number("shard-bits")? as u32,
-                sequence_bits: number("sequence-bits")? as u32,
+                time_bits: width("time-bits")?,
+                shard_bits: width("shard-bits")?,
+                sequence_bits: width("sequence-bits")?,
                 epoch_unix_ms: number("epoch")?,
             },
-            id_bits: number("id-bits")? as u32,
+            id_bits: width("id-bits")?,
+            module_version: fields.get("version").cloned().unwrap_or_default(),
         })
     }
 }
@@ -114,6 +117,7 @@ pub(crate) fn test_node(address: &str, step: u64, offset: u64) -> NodeIdentity {
         offset,
         layout: Layout::default(),
         id_bits: 63,
+        module_version: "0.1.0".into(),
     }
 }
 
@@ -156,12 +160,33 @@ mod tests {
     }
 
     #[test]
-    fn a_node_without_the_module_is_named() {
-        let error = NodeIdentity::from_config("x:9", &[])
+    fn an_identity_reply_is_read_by_field_name() {
+        let fields: HashMap<String, String> = [
+            ("step", "6"),
+            ("offset", "2"),
+            ("epoch", "1704067200000"),
+            ("time-bits", "41"),
+            ("shard-bits", "10"),
+            ("sequence-bits", "12"),
+            ("id-bits", "63"),
+            ("version", "0.1.0"),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+        let identity = NodeIdentity::from_fields("x:9", &fields).unwrap();
+        assert_eq!(identity, {
+            let mut expected = node("x:9", 6, 2);
+            expected.module_version = "0.1.0".into();
+            expected
+        });
+        let mut missing = fields.clone();
+        missing.remove("offset");
+        let error = NodeIdentity::from_fields("x:9", &missing)
             .unwrap_err()
             .to_string();
         assert!(
-            error.contains("x:9 does not have the idgen module loaded"),
+            error.contains("x:9 answered IDGEN.IDENTITY without a usable `offset`"),
             "{error}"
         );
     }

@@ -31,7 +31,8 @@ pub enum Error {
         /// The server's message.
         message: String,
     },
-    /// The connection failed or timed out.
+    /// The connection failed or timed out. The error is redis-rs's, re-exported as
+    /// [`crate::redis`] so that matching on it needs no separate dependency.
     Transport(redis::RedisError),
     /// No node could serve the call; `last` is the last node's error.
     NoNodeAvailable {
@@ -65,11 +66,11 @@ impl From<redis::RedisError> for Error {
             Some("DRIFT") => Error::Drift { message },
             Some("OVERFLOW") => Error::Overflow { message },
             Some("EXHAUSTED") => Error::Exhausted { message },
-            Some(code) if error.kind() != redis::ErrorKind::IoError => Error::Server {
+            Some(code) => Error::Server {
                 code: code.to_string(),
                 message,
             },
-            _ => Error::Transport(error),
+            None => Error::Transport(error),
         }
     }
 }
@@ -79,7 +80,7 @@ impl<E: Into<Error>> From<bb8::RunError<E>> for Error {
         match error {
             bb8::RunError::User(error) => error.into(),
             bb8::RunError::TimedOut => Error::Transport(redis::RedisError::from((
-                redis::ErrorKind::IoError,
+                redis::ErrorKind::Io,
                 "timed out waiting for a pooled connection",
             ))),
         }

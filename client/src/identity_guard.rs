@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use crate::deployment::{Deployment, NodeIdentity};
 
 /// The identities the client trusts, by address, shared by the pools of every node.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(crate) struct IdentityGuard {
     /// Empty until the deployment passed its check at connect.
     known: Mutex<HashMap<String, NodeIdentity>>,

@@ -7,11 +7,11 @@
 //!
 //! # async fn example() -> Result<(), idgen_client::Error> {
 //! // Three independent masters, each started with its own offset (step 3, offsets 0..2).
-//! let client = Client::connect(Topology::Nodes(vec![
-//!     "redis://127.0.0.1:7001/".into(),
-//!     "redis://127.0.0.1:7002/".into(),
-//!     "redis://127.0.0.1:7003/".into(),
-//! ]))
+//! let client = Client::connect(Topology::nodes([
+//!     "redis://127.0.0.1:7001/",
+//!     "redis://127.0.0.1:7002/",
+//!     "redis://127.0.0.1:7003/",
+//! ])?)
 //! .await?;
 //!
 //! let id = client.next_snowflake("orders").await?;
@@ -40,9 +40,11 @@
 
 mod backend;
 mod client;
+mod cluster_discovery;
 mod connection;
 mod deployment;
 mod error;
+mod identity;
 mod identity_guard;
 mod metrics;
 mod range_slots;
@@ -58,3 +60,8 @@ pub use metrics::MetricsSnapshot;
 pub use segment::{NextValue, SegmentBuffer};
 pub use settings::{SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
 pub use snowflake_cache::SnowflakeCache;
+
+/// The redis-rs crate this client is built on (1.x), so that applications can name its
+/// types ([`redis::ConnectionInfo`], the error inside [`Error::Transport`]) without a
+/// dependency of their own that could resolve to another version.
+pub use redis;

@@ -2,16 +2,68 @@
 
 use std::time::Duration;
 
-/// Where the idgen servers are.
-#[derive(Debug, Clone, PartialEq, Eq)]
+use redis::{ConnectionInfo, IntoConnectionInfo};
+
+use crate::error::{Error, Result};
+
+/// Where the idgen servers are, as redis-rs connection info: a URL (`redis://`, `rediss://`
+/// for TLS, `rediss://…/#insecure` to skip certificate checks, `redis://user:password@host`),
+/// or a [`ConnectionInfo`] built in code. Credentials and TLS settings apply to every node,
+/// also to cluster members the client discovers. `Debug` shows no password.
+#[derive(Debug, Clone)]
 pub enum Topology {
-    /// One Redis server (`redis://host:port`).
-    Single(String),
+    /// One Redis server (boxed: a `ConnectionInfo` is large beside the other variants).
+    Single(Box<ConnectionInfo>),
     /// Several independent masters, each with its own offset. Any node can serve any key;
     /// a node that fails is skipped and tried again later.
-    Nodes(Vec<String>),
-    /// A Redis Cluster, given by one or more seed nodes; commands are routed by key.
-    Cluster(Vec<String>),
+    Nodes(Vec<ConnectionInfo>),
+    /// A Redis Cluster, given by one or more seed nodes; commands are routed by key, and
+    /// every member (masters and replicas) is found through the first seed that answers.
+    Cluster(Vec<ConnectionInfo>),
+}
+
+impl Topology {
+    /// One server, from anything redis-rs accepts as connection info.
+    ///
+    /// ```
+    /// let topology = idgen_client::Topology::single("rediss://app:secret@10.0.0.1:6380/")?;
+    /// # Ok::<(), idgen_client::Error>(())
+    /// ```
+    pub fn single(node: impl IntoConnectionInfo) -> Result<Topology> {
+        Ok(Topology::Single(Box::new(connection_info(node)?)))
+    }
+
+    /// Several independent masters.
+    ///
+    /// ```
+    /// let topology = idgen_client::Topology::nodes(["redis://10.0.0.1/", "redis://10.0.0.2/"])?;
+    /// # Ok::<(), idgen_client::Error>(())
+    /// ```
+    pub fn nodes<T: IntoConnectionInfo>(nodes: impl IntoIterator<Item = T>) -> Result<Topology> {
+        Ok(Topology::Nodes(connection_infos(nodes)?))
+    }
+
+    /// A Redis Cluster, by seed nodes.
+    ///
+    /// ```
+    /// let topology = idgen_client::Topology::cluster(["redis://:pw@10.0.0.1:7000/"])?;
+    /// # Ok::<(), idgen_client::Error>(())
+    /// ```
+    pub fn cluster<T: IntoConnectionInfo>(seeds: impl IntoIterator<Item = T>) -> Result<Topology> {
+        Ok(Topology::Cluster(connection_infos(seeds)?))
+    }
+}
+
+/// Parses one node's connection info; the error says what was wrong with it.
+fn connection_info(node: impl IntoConnectionInfo) -> Result<ConnectionInfo> {
+    node.into_connection_info()
+        .map_err(|error| Error::InvalidArgument(format!("not a usable Redis address: {error}")))
+}
+
+fn connection_infos<T: IntoConnectionInfo>(
+    nodes: impl IntoIterator<Item = T>,
+) -> Result<Vec<ConnectionInfo>> {
+    nodes.into_iter().map(connection_info).collect()
 }
 
 /// Connection and failover settings.

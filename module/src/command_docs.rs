@@ -161,7 +161,11 @@ impl CommandDocs {
             } else {
                 key_specs.as_mut_ptr()
             },
-            args: args.as_mut_ptr(),
+            args: if self.args.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                args.as_mut_ptr()
+            },
         };
         // SAFETY: every pointer in `info` is valid until this call returns.
         let status = unsafe { raw::RedisModule_SetCommandInfo.unwrap()(command, &info) };

@@ -8,6 +8,7 @@
 mod args;
 mod clock;
 mod cmd_decode;
+mod cmd_identity;
 mod cmd_segment;
 mod cmd_snowflake;
 mod command_docs;

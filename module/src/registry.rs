@@ -8,7 +8,7 @@ use redis_module::{raw, Context};
 
 use crate::command_docs::{ArgDoc, CommandDocs, KeyAccess};
 use crate::ffi::{Call, Refusal};
-use crate::{cmd_decode, cmd_segment, cmd_snowflake, counters};
+use crate::{cmd_decode, cmd_identity, cmd_segment, cmd_snowflake, counters};
 
 type Handler = fn(&Call) -> Result<(), Refusal>;
 
@@ -82,6 +82,7 @@ macro_rules! entry_point {
 const SNOWFLAKE_NEXT_ARITY: c_int = -2;
 const SEGMENT_NEXT_ARITY: c_int = -2;
 const DECODE_ARITY: c_int = 2;
+const IDENTITY_ARITY: c_int = 1;
 const LAST_ARITY: c_int = 2;
 const SETLAST_ARITY: c_int = 3;
 
@@ -92,12 +93,13 @@ entry_point!(
 );
 entry_point!(segment_next_entry, SEGMENT_NEXT_ARITY, cmd_segment::next);
 entry_point!(decode_entry, DECODE_ARITY, cmd_decode::decode);
+entry_point!(identity_entry, IDENTITY_ARITY, cmd_identity::identity);
 entry_point!(last_entry, LAST_ARITY, cmd_snowflake::last);
 entry_point!(set_last_entry, SETLAST_ARITY, cmd_snowflake::set_last);
 
 const KEY: ArgDoc = ArgDoc::key("key");
 
-fn commands() -> [CommandSpec; 5] {
+fn commands() -> [CommandSpec; 6] {
     [
         CommandSpec {
             name: c"snowflake.next",
@@ -148,6 +150,21 @@ fn commands() -> [CommandSpec; 5] {
                 key_access: None,
                 tips: None,
                 args: vec![ArgDoc::integer("id")],
+            },
+        },
+        CommandSpec {
+            name: c"idgen.identity",
+            entry: identity_entry,
+            flags: c"readonly fast allow-stale",
+            keys: (0, 0, 0),
+            acl_categories: c"read fast",
+            docs: CommandDocs {
+                summary: c"Returns this node's identity (step, offset, snowflake layout, module version), so that clients can check a deployment without CONFIG.",
+                complexity: c"O(1).",
+                arity: IDENTITY_ARITY,
+                key_access: None,
+                tips: None,
+                args: vec![],
             },
         },
         CommandSpec {

@@ -10,6 +10,10 @@ use crate::server::{free_ports, module_path};
 /// Nodes in the cluster: 3 masters, 3 replicas.
 pub const NODES: u16 = 6;
 
+/// Every test cluster requires this password (`requirepass`, `masterauth`), as production
+/// clusters do: clients and tools must carry it to every node they reach.
+pub const PASSWORD: &str = "cluster-secret";
+
 /// A running cluster.
 pub struct Cluster {
     dir: PathBuf,
@@ -31,6 +35,11 @@ pub struct NodeInfo {
     pub slots: Vec<String>,
 }
 
+/// The URL of the node on `port`, with the cluster's password.
+fn node_url(port: u16) -> String {
+    format!("redis://:{PASSWORD}@127.0.0.1:{port}/")
+}
+
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/cluster.sh")
 }
@@ -44,7 +53,13 @@ impl Cluster {
         let cluster = Cluster { dir, base_port };
         let output = Command::new("bash")
             .arg(script())
-            .args(["start", "--port", &base_port.to_string()])
+            .args([
+                "start",
+                "--port",
+                &base_port.to_string(),
+                "--password",
+                PASSWORD,
+            ])
             .arg("--dir")
             .arg(&cluster.dir)
             .env("IDGEN_MODULE", module_path())
@@ -65,17 +80,14 @@ impl Cluster {
         (self.base_port..self.base_port + NODES).collect()
     }
 
-    /// `redis://127.0.0.1:port/` of every node, to use as seeds.
+    /// `redis://:PASSWORD@127.0.0.1:port/` of every node, to use as seeds.
     pub fn urls(&self) -> Vec<String> {
-        self.ports()
-            .iter()
-            .map(|p| format!("redis://127.0.0.1:{p}/"))
-            .collect()
+        self.ports().iter().map(|&port| node_url(port)).collect()
     }
 
     /// A plain (non-cluster) connection to one node.
     pub fn node_conn(&self, port: u16) -> redis::Connection {
-        redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        redis::Client::open(node_url(port))
             .unwrap()
             .get_connection_with_timeout(Duration::from_secs(5))
             .expect("connect to cluster node")
@@ -92,7 +104,7 @@ impl Cluster {
     /// The nodes as a live node sees them.
     pub fn nodes(&self) -> Vec<NodeInfo> {
         for port in self.ports() {
-            let Ok(mut conn) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            let Ok(mut conn) = redis::Client::open(node_url(port))
                 .unwrap()
                 .get_connection_with_timeout(Duration::from_secs(1))
             else {

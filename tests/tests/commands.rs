@@ -179,20 +179,20 @@ fn decode_gives_time_shard_sequence_and_offset() {
     let fields: Vec<String> = parts
         .iter()
         .step_by(2)
-        .map(|v| redis::from_redis_value(v).unwrap())
+        .map(|v| redis::from_redis_value_ref(v).unwrap())
         .collect();
     assert_eq!(
         fields,
         ["unix_ms", "utc", "time_ms", "shard", "sequence", "offset"]
     );
-    let value = |i: usize| -> i64 { redis::from_redis_value(&parts[2 * i + 1]).unwrap() };
+    let value = |i: usize| -> i64 { redis::from_redis_value_ref(&parts[2 * i + 1]).unwrap() };
     let expected = Layout::default().decode(id, 4).unwrap();
     assert_eq!(value(0) as u64, expected.unix_ms);
     assert_eq!(value(2) as u64, expected.unix_ms - DEFAULT_EPOCH_UNIX_MS);
     assert_eq!(value(3), 9);
     assert_eq!(value(4) as u64, expected.sequence);
     assert_eq!(value(5), 3);
-    let utc: String = redis::from_redis_value(&parts[3]).unwrap();
+    let utc: String = redis::from_redis_value_ref(&parts[3]).unwrap();
     assert_eq!(utc, idgen_core::utc::format_unix_ms(expected.unix_ms));
 }
 
@@ -316,7 +316,7 @@ fn command_docs_and_key_specs_describe_the_commands() {
             .query(&mut conn)
             .unwrap();
         let words = |value: &Value| -> Vec<String> {
-            redis::from_redis_value::<Vec<String>>(value).unwrap()
+            redis::from_redis_value_ref::<Vec<String>>(value).unwrap()
         };
         let flags = words(&info[0][2]);
         assert!(

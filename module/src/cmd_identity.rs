@@ -1,0 +1,33 @@
+//! `IDGEN.IDENTITY`: what a client must know to check a deployment, without `CONFIG`.
+//!
+//! An application's ACL user should not need `CONFIG` (an @admin, @dangerous command) to
+//! check that the nodes it talks to share step and layout and have distinct offsets; this
+//! keyless, read-only command answers exactly that.
+
+use crate::ffi::{Call, Refusal};
+use crate::{state, version};
+
+/// Replies with the node's identity as field/value pairs (a map for RESP3 clients), named
+/// like the settings: step, offset, epoch, time-bits, shard-bits, sequence-bits, id-bits,
+/// and the module version.
+pub fn identity(call: &Call) -> Result<(), Refusal> {
+    let config = state::config();
+    let layout = &config.layout;
+    let numbers = [
+        ("step", config.identity.step),
+        ("offset", config.identity.offset),
+        ("epoch", layout.epoch_unix_ms),
+        ("time-bits", u64::from(layout.time_bits)),
+        ("shard-bits", u64::from(layout.shard_bits)),
+        ("sequence-bits", u64::from(layout.sequence_bits)),
+        ("id-bits", u64::from(config.id_bits)),
+    ];
+    call.reply_map(numbers.len() + 1);
+    for (name, value) in numbers {
+        call.reply_bulk(name);
+        call.reply_integer(value as i64);
+    }
+    call.reply_bulk("version");
+    call.reply_bulk(version::TEXT);
+    Ok(())
+}
