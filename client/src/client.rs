@@ -25,6 +25,15 @@ pub struct Client {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("deployment", &self.inner.deployment)
+            .field("metrics", &self.inner.metrics.snapshot())
+            .finish_non_exhaustive()
+    }
+}
+
 pub(crate) struct Inner {
     backend: Backend,
     deployment: Deployment,

@@ -59,6 +59,21 @@ enum NextState<'a> {
     Finished,
 }
 
+impl std::fmt::Debug for NextValue<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            NextState::Taken(Ok(_)) => "ready",
+            NextState::Taken(Err(_)) => "range used up",
+            NextState::Waiting(_) => "waiting for the next range",
+            NextState::Finished => "finished",
+        };
+        f.debug_struct("NextValue")
+            .field("key", &self.buffer.shared.key)
+            .field("state", &state)
+            .finish()
+    }
+}
+
 impl Future for NextValue<'_> {
     type Output = Result<i64>;
 
@@ -92,6 +107,15 @@ impl Future for NextValue<'_> {
 #[derive(Clone)]
 pub struct SegmentBuffer {
     shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for SegmentBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SegmentBuffer")
+            .field("key", &self.shared.key)
+            .field("next_range_size", &self.next_range_size())
+            .finish_non_exhaustive()
+    }
 }
 
 impl SegmentBuffer {

@@ -33,6 +33,15 @@ pub struct SnowflakeCache {
     shared: Arc<Shared>,
 }
 
+impl std::fmt::Debug for SnowflakeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SnowflakeCache")
+            .field("key", &self.shared.key)
+            .field("options", &self.shared.options)
+            .finish_non_exhaustive()
+    }
+}
+
 impl SnowflakeCache {
     pub(crate) fn new(client: Client, key: &str, options: SnowflakeCacheOptions) -> Self {
         SnowflakeCache {

@@ -14,7 +14,7 @@ mod tls;
 mod values;
 
 pub use cluster::{Cluster, NodeInfo, NODES, PASSWORD as CLUSTER_PASSWORD};
-pub use server::{module_path, LoadFailure, Server, ServerOptions};
+pub use server::{module_path, server_has_tls, LoadFailure, Server, ServerOptions};
 pub use tls::TlsFiles;
 pub use values::{
     assert_strictly_increasing, assert_unique, digest, info_field, now_ms, snowflake_batch,

