@@ -42,6 +42,18 @@ pub(crate) struct Inner {
 
 impl Client {
     /// Connects with default [`Settings`] and checks the deployment.
+    ///
+    /// Needs a tokio runtime (the pools and background refills run on it).
+    ///
+    /// ```no_run
+    /// use idgen_client::{Client, Topology};
+    ///
+    /// # async fn example() -> idgen_client::Result<()> {
+    /// let client = Client::connect(Topology::single("redis://127.0.0.1:6379/")?).await?;
+    /// println!("step {}", client.deployment().step);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn connect(topology: Topology) -> Result<Client> {
         Client::connect_with(topology, Settings::default()).await
     }
@@ -138,6 +150,14 @@ impl Client {
     }
 
     /// One snowflake ID for `key` (`SNOWFLAKE.NEXT key`).
+    ///
+    /// ```no_run
+    /// # async fn example(client: idgen_client::Client) -> idgen_client::Result<()> {
+    /// let id = client.next_snowflake("orders").await?;
+    /// assert!(id > 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn next_snowflake(&self, key: &str) -> Result<i64> {
         self.issue_one("SNOWFLAKE.NEXT", key).await
@@ -152,6 +172,14 @@ impl Client {
 
     /// `count` increasing snowflake IDs for `key` in one round trip
     /// (`SNOWFLAKE.NEXT key COUNT count`, 1 to 100,000).
+    ///
+    /// ```no_run
+    /// # async fn example(client: idgen_client::Client) -> idgen_client::Result<()> {
+    /// let ids = client.next_snowflakes("orders", 1000).await?;
+    /// assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+    /// # Ok(())
+    /// # }
+    /// ```
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn next_snowflakes(&self, key: &str, count: u32) -> Result<Vec<i64>> {
         self.snowflakes(key, count, None).await
@@ -201,6 +229,17 @@ impl Client {
 
     /// Takes a range of `count` segment values for `key` without handing any out
     /// (`SEGMENT.NEXT key COUNT count`). [`SegmentBuffer`] builds on this.
+    ///
+    /// ```no_run
+    /// # async fn example(client: idgen_client::Client) -> idgen_client::Result<()> {
+    /// let range = client.take_segment_range("invoice", 100).await?;
+    /// for value in range.values() {
+    ///     // each value is yours alone, across every client and node
+    /// #   let _ = value;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn take_segment_range(&self, key: &str, count: u64) -> Result<SegmentRange> {
         if count == 0 {
@@ -220,6 +259,15 @@ impl Client {
 
     /// Splits an ID into its parts with the deployment's layout — the same arithmetic
     /// `SNOWFLAKE.DECODE` uses, without a round trip.
+    ///
+    /// ```no_run
+    /// # async fn example(client: idgen_client::Client) -> idgen_client::Result<()> {
+    /// let id = client.next_snowflake("orders").await?;
+    /// let parts = client.decode(id)?;
+    /// println!("issued at {} ms by the node with offset {}", parts.unix_ms, parts.offset);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn decode(&self, id: i64) -> Result<DecodedId> {
         let deployment = &self.inner.deployment;
         deployment
@@ -229,11 +277,37 @@ impl Client {
     }
 
     /// A local, double-buffered segment for `key` (see [`SegmentBuffer`]).
+    ///
+    /// ```no_run
+    /// # async fn example(client: idgen_client::Client) -> idgen_client::Result<()> {
+    /// use idgen_client::SegmentOptions;
+    ///
+    /// let invoices = client.segment_buffer("invoice", SegmentOptions::default());
+    /// let number = invoices.next().await?; // usually no round trip: an atomic add
+    /// # let _ = number;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn segment_buffer(&self, key: &str, options: SegmentOptions) -> SegmentBuffer {
         SegmentBuffer::new(self.clone(), key, options)
     }
 
     /// A prefetching snowflake cache for `key` (see [`SnowflakeCache`]).
+    ///
+    /// ```no_run
+    /// # async fn example(client: idgen_client::Client) -> idgen_client::Result<()> {
+    /// use std::time::Duration;
+    /// use idgen_client::SnowflakeCacheOptions;
+    ///
+    /// let events = client.snowflake_cache(
+    ///     "events",
+    ///     SnowflakeCacheOptions::default().max_age(Duration::from_millis(200)),
+    /// );
+    /// let id = events.next().await?; // never older than 200 ms since it was fetched
+    /// # let _ = id;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn snowflake_cache(&self, key: &str, options: SnowflakeCacheOptions) -> SnowflakeCache {
         SnowflakeCache::new(self.clone(), key, options)
     }

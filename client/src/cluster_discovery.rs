@@ -31,6 +31,13 @@ pub(crate) async fn members(
                     .map(|(host, port)| member(seed, host, port))
                     .collect()
             }
+            Err(Error::Server { code, .. }) if code == "NOPERM" => {
+                return Err(Error::Deployment(format!(
+                    "the ACL user may not run CLUSTER NODES on {}: grant +cluster|nodes \
+                     (and +cluster|slots, which redis-rs needs to route by slot)",
+                    seed.addr()
+                )))
+            }
             Err(error) => last_error = Some(error),
         }
     }

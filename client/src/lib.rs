@@ -31,9 +31,15 @@
 //! node answers); or a Redis Cluster, where commands are routed by key and connection
 //! failures are retried while the cluster fails over.
 //!
-//! At connect the client reads `CONFIG GET idgen.*` from every node (in a cluster, masters
-//! and replicas) and refuses a deployment whose nodes disagree on step or layout or share
-//! an offset. With single and independent nodes, every connection opened later checks its
+//! Nodes are given as anything redis-rs accepts as connection info ([`Topology::single`],
+//! [`Topology::nodes`], [`Topology::cluster`]): `rediss://` URLs for TLS (cargo features
+//! `tls-rustls`, the default, or `tls-native-tls`), `user:password@` for ACL users, or a
+//! [`redis::ConnectionInfo`] built in code. A tokio runtime is required.
+//!
+//! At connect the client asks every node (in a cluster, masters and replicas) for its
+//! identity with `IDGEN.IDENTITY` — a keyless, read-only command, so an application's ACL
+//! user needs no `CONFIG` — and refuses a deployment whose nodes disagree on step or layout
+//! or share an offset. With single and independent nodes, every connection opened later checks its
 //! node again: a node that comes back with another step, offset or layout (or, unreachable
 //! at connect, does not fit the deployment) is not used, and an error is logged.
 #![deny(missing_docs, missing_debug_implementations)]

@@ -127,8 +127,7 @@ async fn a_bad_deployment_is_refused_naming_the_nodes() {
     let b = Server::start(&["step", "3", "offset", "0"]);
     let error = Client::connect(nodes(&[a, b]))
         .await
-        .err()
-        .expect("shared offset refused");
+        .expect_err("shared offset refused");
     let text = error.to_string();
     assert!(
         matches!(error, Error::Deployment(_)) && text.contains("share offset 0"),
@@ -140,8 +139,7 @@ async fn a_bad_deployment_is_refused_naming_the_nodes() {
     let (c_port, d_port) = (c.port(), d.port());
     let error = Client::connect(nodes(&[c, d]))
         .await
-        .err()
-        .expect("different steps refused");
+        .expect_err("different steps refused");
     let text = error.to_string();
     assert!(
         text.contains(&format!("127.0.0.1:{c_port} has step 3")),
