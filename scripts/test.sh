@@ -29,8 +29,9 @@ for server in $servers; do
     valkey)
       binary=$(scripts/valkey-server.sh --path)
       echo "== Tests on $("$binary" --version)"
-      # The integration tests again; the pure tests do not depend on the server.
-      time REDIS_SERVER="$binary" cargo test --release -p idgen-tests "${cargo_args[@]}"
+      # The integration test targets again (the pure unit tests do not depend on the
+      # server). --workspace keeps the features of the first run: nothing is rebuilt.
+      time REDIS_SERVER="$binary" cargo test --release --workspace --test '*' "${cargo_args[@]}"
       ;;
     *) echo "unknown server '$server' in IDGEN_SERVERS (redis, valkey)" >&2; exit 2 ;;
   esac

@@ -129,20 +129,6 @@ pub(crate) struct Cluster {
     retry_for: Duration,
 }
 
-/// Cluster replies that mean "try again shortly": a failover or resharding is under way.
-fn cluster_transient(error: &Error) -> bool {
-    match error {
-        Error::Transport(_) | Error::Drift { .. } => true,
-        Error::Server { code, .. } => {
-            matches!(
-                code.as_str(),
-                "CLUSTERDOWN" | "TRYAGAIN" | "MASTERDOWN" | "LOADING" | "READONLY"
-            )
-        }
-        _ => false,
-    }
-}
-
 impl Cluster {
     pub(crate) fn new(seeds: &[ConnectionInfo], settings: &Settings) -> Result<Self> {
         Ok(Cluster {
@@ -151,9 +137,11 @@ impl Cluster {
         })
     }
 
+    /// Runs `cmd`, routed by key. redis-rs retries through failovers and resharding (see
+    /// `ClusterConnector`); what is left here is the module's own "retry in a moment": a
+    /// DRIFT refusal is tried again, every 100 ms, until `cluster_retry_for` has passed.
     async fn run<T: FromRedisValue>(&self, cmd: &Cmd, metrics: &Metrics) -> Result<T> {
         let deadline = Instant::now() + self.retry_for;
-        let mut retried = false;
         loop {
             let result = async {
                 let mut lent = lend(&self.pool).await?;
@@ -165,24 +153,18 @@ impl Cluster {
             }
             .await;
             match result {
-                Ok(value) => {
-                    if retried {
-                        Metrics::add(&metrics.failovers, 1);
-                    }
-                    return Ok(value);
+                Ok(value) => return Ok(value),
+                Err(Error::Drift { .. }) if Instant::now() < deadline => {
+                    Metrics::add(&metrics.refusals, 1);
+                    tracing::debug!("DRIFT refusal; retrying shortly");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Err(error) if cluster_transient(&error) && Instant::now() < deadline => {
+                Err(error) => {
                     if matches!(error, Error::Transport(_)) {
                         Metrics::add(&metrics.transport_errors, 1);
                     } else {
                         Metrics::add(&metrics.refusals, 1);
                     }
-                    tracing::debug!(%error, "cluster call failed; retrying");
-                    retried = true;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Err(error) => {
-                    Metrics::add(&metrics.refusals, 1);
                     return Err(error);
                 }
             }

@@ -150,11 +150,28 @@ pub(crate) struct ClusterConnector {
     client: redis::cluster::ClusterClient,
 }
 
+/// Retries redis-rs may make for one cluster call; the call's overall deadline
+/// (`cluster_retry_for`) ends them first in practice.
+const CLUSTER_RETRIES: u32 = 64;
+/// Bounds (ms) of redis-rs's jittered backoff between cluster retries: short enough to
+/// notice a promoted replica within a fraction of a second, long enough not to hammer a
+/// cluster that is electing.
+const CLUSTER_RETRY_WAIT_MS: (u64, u64) = (50, 1000);
+
 impl ClusterConnector {
     pub(crate) fn new(seeds: &[ConnectionInfo], settings: &Settings) -> redis::RedisResult<Self> {
+        // redis-rs retries what a failover or resharding causes (a lost connection, MOVED,
+        // ASK, READONLY from a demoted master, CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING),
+        // refreshing its slot map as needed, within the overall timeout. By default that
+        // timeout is the per-request one, which would end the retries after one second.
+        let (min_wait, max_wait) = CLUSTER_RETRY_WAIT_MS;
         let client = redis::cluster::ClusterClient::builder(seeds.to_vec())
             .connection_timeout(settings.connect_timeout)
             .response_timeout(settings.response_timeout)
+            .overall_response_timeout(Some(settings.cluster_retry_for))
+            .retries(CLUSTER_RETRIES)
+            .min_retry_wait(min_wait)
+            .max_retry_wait(max_wait)
             .build()?;
         Ok(ClusterConnector { client })
     }

@@ -80,8 +80,10 @@ pub struct Settings {
     pub response_timeout: Duration,
     /// How long a node that failed is skipped before it is tried again. Defaults to 1 s.
     pub node_retry_after: Duration,
-    /// In cluster mode, how long a call keeps retrying through connection failures (while
-    /// the cluster fails over). Defaults to 10 s.
+    /// In cluster mode, how long one call may take in all while redis-rs retries it through
+    /// a failover or resharding (lost connections, MOVED/ASK, READONLY, CLUSTERDOWN,
+    /// TRYAGAIN, LOADING, with jittered backoff) and the client retries the module's DRIFT
+    /// refusals. Defaults to 10 s.
     pub cluster_retry_for: Duration,
 }
 
