@@ -12,6 +12,9 @@ pub enum IdError {
         ahead_ms: u64,
         /// The configured bound, in ms.
         limit_ms: u64,
+        /// How long until the same request fits: the logical clock's allowance grows by one
+        /// millisecond per elapsed millisecond.
+        retry_in_ms: u64,
         /// Whether the restart fence is why the clock is this far ahead (the server started
         /// less than the fence ago).
         restart_fence: bool,
@@ -75,12 +78,15 @@ impl fmt::Display for IdError {
             IdError::Drift {
                 ahead_ms,
                 limit_ms,
+                retry_in_ms,
                 restart_fence,
             } => {
                 write!(
                     f,
-                    "the ID clock would run {ahead_ms} ms ahead of the wall clock, more than \
-                     idgen.max-drift-ms ({limit_ms}); nothing was issued, retry in a moment or ask for fewer IDs"
+                    "this burst would run the ID clock {ahead_ms} ms ahead of the wall clock, past \
+                     idgen.max-drift-ms ({limit_ms}) and the one millisecond of IDs per millisecond \
+                     it may always issue; nothing was issued: the same request fits in {retry_in_ms} ms, \
+                     or ask for fewer IDs now"
                 )?;
                 if *restart_fence {
                     write!(

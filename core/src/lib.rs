@@ -24,4 +24,6 @@ pub use error::IdError;
 pub use integer::parse_redis_integer;
 pub use layout::{DecodedId, Layout, DEFAULT_EPOCH_UNIX_MS};
 pub use segment::{continue_above, next_range, SegmentRange, MAX_SEGMENT_COUNT};
-pub use snowflake::{Batch, BatchIds, Position, Request, SnowflakeSequence, MAX_SNOWFLAKE_COUNT};
+pub use snowflake::{
+    Batch, BatchIds, Now, Position, Request, SnowflakeSequence, MAX_SNOWFLAKE_COUNT,
+};

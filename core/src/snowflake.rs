@@ -9,8 +9,14 @@
 //!   moves to the next millisecond at once ("borrows" it) instead of waiting;
 //! - when the wall clock is behind the last issued millisecond (it stepped back, or earlier
 //!   calls borrowed), counting goes on from the last issued millisecond;
-//! - a request is refused, changing nothing, only if its last ID would be more than
-//!   `max_drift_ms` ahead of the wall clock, or past the end of the layout's time field.
+//! - the logical clock may always reach `max_drift_ms` past the wall clock; beyond that it
+//!   advances at real-time pace: its *allowance* grows by one millisecond per millisecond of
+//!   a monotonic clock, whatever the wall clock does. So a wall clock that jumped forward and
+//!   back, or a restart while the clock ran ahead, never stops the node: it keeps issuing at
+//!   least one millisecond's sequence per elapsed millisecond, and its IDs carry times ahead
+//!   of the wall clock until the wall clock catches up;
+//! - a request is refused, changing nothing, only if its last ID would pass the allowance
+//!   (a burst), or the end of the layout's time field.
 
 use crate::{Config, IdError};
 
@@ -26,6 +32,35 @@ pub struct Position {
     /// Which of the millisecond's sequence values: the sequence field is
     /// `offset + index * step`.
     pub index: u64,
+}
+
+/// What the instance's clocks read at a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    /// The wall clock, unix ms: the time IDs carry.
+    pub wall_unix_ms: u64,
+    /// A monotonic clock in ms, from any origin: how much time really passed, whatever the
+    /// wall clock did.
+    pub monotonic_ms: u64,
+}
+
+impl From<u64> for Now {
+    /// A reading where the monotonic clock is the wall clock (for tests and callers whose
+    /// wall clock only moves forward).
+    fn from(wall_unix_ms: u64) -> Now {
+        Now {
+            wall_unix_ms,
+            monotonic_ms: wall_unix_ms,
+        }
+    }
+}
+
+/// The allowance of the logical clock at some moment: up to which millisecond it could
+/// issue then. It grows by one millisecond per monotonic millisecond from there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pace {
+    allowed_ms: u64,
+    at_monotonic_ms: u64,
 }
 
 /// What one call asks for.
@@ -133,6 +168,8 @@ pub struct SnowflakeSequence {
     last_seen_wall_ms: Option<u64>,
     /// Until when (wall ms since epoch) the restart fence keeps the clock ahead.
     restart_fence_until_ms: Option<u64>,
+    /// The real-time pace at which the logical clock may run past `max_drift_ms`.
+    pace: Option<Pace>,
 }
 
 impl SnowflakeSequence {
@@ -145,6 +182,7 @@ impl SnowflakeSequence {
             last: None,
             last_seen_wall_ms: None,
             restart_fence_until_ms: None,
+            pace: None,
         }
     }
 
@@ -154,13 +192,14 @@ impl SnowflakeSequence {
     /// millisecond, so IDs lost with an unflushed tail of writes are never issued again —
     /// provided the wall clock did not move back across the restart (persisted floors cover
     /// that case for what reached disk).
-    pub fn apply_restart_fence(&mut self, wall_unix_ms: u64) {
+    pub fn apply_restart_fence(&mut self, now: impl Into<Now>) {
         if !self.config.restart_fence {
             return;
         }
+        let now = now.into();
         let fence = self.config.max_drift_ms;
-        let wall = self.wall_ms(wall_unix_ms);
-        self.raise_floor(wall + fence - 1);
+        let wall = self.wall_ms(now.wall_unix_ms);
+        self.raise_floor(wall + fence - 1, now.monotonic_ms);
         self.restart_fence_until_ms = Some(wall + fence);
     }
 
@@ -183,23 +222,55 @@ impl SnowflakeSequence {
     /// Marks every position up to the end of millisecond `time_ms` as used, so nothing at
     /// or before it is issued again. Used when restoring state (loaded keys, replicated
     /// writes, restart fences). Never moves the sequence backwards.
-    pub fn raise_floor(&mut self, time_ms: u64) {
+    ///
+    /// The allowance is raised with it, to the millisecond after the floor as of
+    /// `monotonic_ms`: a floor far ahead of the wall clock (a restart while the clock ran
+    /// ahead) is then continued from at real-time pace, not waited out.
+    pub fn raise_floor(&mut self, time_ms: u64, monotonic_ms: u64) {
         let floor = Position {
             time_ms,
             index: self.ids_per_ms - 1,
         };
         if self.last.is_none_or(|last| last < floor) {
             self.last = Some(floor);
+            let allowed_ms = time_ms + 1;
+            if self.pace.is_none_or(|pace| {
+                pace.allowed_ms + monotonic_ms.saturating_sub(pace.at_monotonic_ms) < allowed_ms
+            }) {
+                self.pace = Some(Pace {
+                    allowed_ms,
+                    at_monotonic_ms: monotonic_ms,
+                });
+            }
         }
+    }
+
+    /// Up to which millisecond (since the epoch) the logical clock may issue now: the drift
+    /// bound past the wall clock, or the real-time pace from the last allowance, whichever
+    /// is later.
+    fn allowance_ms(&self, wall: u64, monotonic_ms: u64) -> u64 {
+        let bound = wall.saturating_add(self.config.max_drift_ms);
+        self.pace.map_or(bound, |pace| {
+            bound.max(pace.allowed_ms + monotonic_ms.saturating_sub(pace.at_monotonic_ms))
+        })
+    }
+
+    /// Whether the logical clock runs past the drift bound at `now`, carried by real-time
+    /// pace (the wall clock stepped back, or the instance restarted while ahead).
+    pub fn is_pacing(&self, now: impl Into<Now>) -> bool {
+        let wall = self.wall_ms(now.into().wall_unix_ms);
+        self.last
+            .is_some_and(|last| last.time_ms > wall.saturating_add(self.config.max_drift_ms))
     }
 
     fn wall_ms(&self, wall_unix_ms: u64) -> u64 {
         wall_unix_ms.saturating_sub(self.config.layout.epoch_unix_ms)
     }
 
-    /// Hands out `request.count` IDs at wall-clock time `wall_unix_ms`, or refuses and
-    /// changes nothing.
-    pub fn issue(&mut self, wall_unix_ms: u64, request: Request) -> Result<Batch, IdError> {
+    /// Hands out `request.count` IDs at `now`, or refuses and changes nothing.
+    pub fn issue(&mut self, now: impl Into<Now>, request: Request) -> Result<Batch, IdError> {
+        let now = now.into();
+        let wall_unix_ms = now.wall_unix_ms;
         let layout = &self.config.layout;
         if request.count == 0 || request.count > MAX_SNOWFLAKE_COUNT {
             return Err(IdError::CountOutOfRange {
@@ -238,11 +309,12 @@ impl SnowflakeSequence {
                 expires_unix_ms: layout.expires_unix_ms(),
             });
         }
-        let ahead_ms = last.time_ms.saturating_sub(wall);
-        if ahead_ms > self.config.max_drift_ms {
+        let allowance = self.allowance_ms(wall, now.monotonic_ms);
+        if last.time_ms > allowance {
             return Err(IdError::Drift {
-                ahead_ms,
+                ahead_ms: last.time_ms.saturating_sub(wall),
                 limit_ms: self.config.max_drift_ms,
+                retry_in_ms: last.time_ms - allowance,
                 restart_fence: self
                     .restart_fence_until_ms
                     .is_some_and(|until| wall < until),
@@ -260,6 +332,10 @@ impl SnowflakeSequence {
         };
         self.last = Some(last);
         self.last_seen_wall_ms = Some(wall);
+        self.pace = Some(Pace {
+            allowed_ms: allowance,
+            at_monotonic_ms: now.monotonic_ms,
+        });
         Ok(batch)
     }
 

@@ -1,6 +1,6 @@
 //! Scenario tests of the snowflake sequence, driven by an injected wall clock.
 
-use idgen_core::{Config, IdError, Identity, Layout, Request, SnowflakeSequence};
+use idgen_core::{Config, IdError, Identity, Layout, Now, Request, SnowflakeSequence};
 
 const T0: u64 = 1_790_000_000_000;
 
@@ -105,23 +105,73 @@ fn clock_jumping_forward_moves_ids_forward() {
 }
 
 #[test]
-fn drift_beyond_the_bound_is_refused_and_changes_nothing() {
-    let mut seq = sequence(1, 0);
-    next(&mut seq, T0 + 10_000);
+fn a_wall_clock_step_back_never_stops_issuing_only_bursts_beyond_real_time_pace() {
+    let config = Config {
+        max_drift_ms: 3,
+        restart_fence: false,
+        ..Config::default()
+    };
+    let mut seq = SnowflakeSequence::new(config);
+    let at = |wall_unix_ms, monotonic_ms| Now {
+        wall_unix_ms,
+        monotonic_ms,
+    };
+    let (t, m) = (T0, 1_000);
+    seq.issue(at(t, m), one(0, None)).unwrap(); // ms t, index 0; may reach t + 3
+                                                // The wall clock steps back an hour; no real time passes.
+    let back = t - 3_600_000;
+    let many = |count| Request {
+        count,
+        shard: 0,
+        above: None,
+    };
+    // What the drift bound allowed before the step is still there: up to ms t + 3.
+    let batch = seq.issue(at(back, m), many(4096 * 3)).unwrap();
+    assert_eq!(batch.last.time_ms, t - config.layout.epoch_unix_ms + 3);
+    assert!(seq.is_pacing(back));
+    // A burst past it is refused, changes nothing, and says when it fits.
     let saved = seq.clone();
-    // The wall clock stepped back 2001 ms: one more ID would be 2001 ms ahead.
-    let refused = seq.issue(T0 + 10_000 - 2001, one(0, None));
+    let refused = seq.issue(at(back, m), many(4096));
     assert_eq!(
         refused,
         Err(IdError::Drift {
-            ahead_ms: 2001,
-            limit_ms: 2000,
+            ahead_ms: 3_600_004,
+            limit_ms: 3,
+            retry_in_ms: 1,
             restart_fence: false
         })
     );
+    assert!(refused.unwrap_err().to_string().contains("fits in 1 ms"));
     assert_eq!(seq, saved);
-    // 2000 ms behind is still inside the bound.
-    assert!(seq.issue(T0 + 10_000 - 2000, one(0, None)).is_ok());
+    // Each millisecond of real time brings one millisecond's sequence, while the wall
+    // clock is still an hour behind.
+    assert!(seq.issue(at(back + 1, m + 1), many(4096)).is_ok());
+    assert!(seq.issue(at(back + 1, m + 1), many(4096)).is_err());
+    let later = seq.issue(at(back + 10, m + 10), many(4096 * 9)).unwrap();
+    assert_eq!(later.last.time_ms, t - config.layout.epoch_unix_ms + 13);
+}
+
+#[test]
+fn a_floor_far_ahead_is_continued_from_at_real_time_pace() {
+    // A restart while the clock ran an hour ahead: the persisted floor is an hour past the
+    // wall clock. The node issues at once, from above the floor, one millisecond per
+    // millisecond.
+    let mut seq = sequence(1, 0);
+    let floor_ms = T0 - seq.config().layout.epoch_unix_ms + 3_600_000;
+    seq.raise_floor(floor_ms, 50);
+    let at = |monotonic_ms| Now {
+        wall_unix_ms: T0,
+        monotonic_ms,
+    };
+    let full_ms = Request {
+        count: 4096,
+        shard: 0,
+        above: None,
+    };
+    let batch = seq.issue(at(50), full_ms).unwrap();
+    assert_eq!(batch.first.time_ms, floor_ms + 1);
+    assert!(seq.issue(at(50), one(0, None)).is_err());
+    assert!(seq.issue(at(51), full_ms).is_ok());
 }
 
 #[test]
@@ -146,6 +196,7 @@ fn a_batch_that_would_pass_the_drift_bound_is_refused_whole() {
         Err(IdError::Drift {
             ahead_ms: 4,
             limit_ms: 3,
+            retry_in_ms: 1,
             restart_fence: false
         })
     );
@@ -199,12 +250,12 @@ fn changing_shard_within_a_millisecond_keeps_per_key_order() {
 fn raised_floor_is_never_issued_again() {
     let mut seq = sequence(1, 0);
     let layout = seq.config().layout;
-    seq.raise_floor(T0 - layout.epoch_unix_ms + 500);
+    seq.raise_floor(T0 - layout.epoch_unix_ms + 500, 0);
     let id = next(&mut seq, T0);
     assert_eq!(layout.decode(id as i64, 1).unwrap().unix_ms, T0 + 501);
     // A lower floor changes nothing.
     let saved = seq.clone();
-    seq.raise_floor(1);
+    seq.raise_floor(1, 0);
     assert_eq!(seq, saved);
 }
 
@@ -288,6 +339,7 @@ fn the_restart_fence_starts_above_anything_a_crash_could_have_lost() {
         IdError::Drift {
             ahead_ms: 2001,
             limit_ms: 2000,
+            retry_in_ms: 1,
             restart_fence: true
         }
     );

@@ -8,7 +8,7 @@ use redis_module::raw;
 use crate::args::{parse_options, COUNT, SHARD};
 use crate::ffi::{wrong_type, Call, Key, KeyKind, Refusal};
 use crate::snowflake_type::{raise_floor_for, raw_type, SnowflakeKey};
-use crate::{clock, counters, state};
+use crate::{clock, counters, pacing, state};
 
 /// Refuses to issue on a replica: only masters issue, so that a replica promoted later
 /// continues from its own offset without having handed anything out.
@@ -55,12 +55,17 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
         // SAFETY: the value belongs to the open key.
         above: existing.map(|value| unsafe { value.as_ref().last_id }),
     };
-    let batch = state::with_sequence(|sequence| sequence.issue(clock::wall_unix_ms(), request))
-        .inspect_err(|error| {
-            if matches!(error, IdError::Drift { .. }) {
-                counters::DRIFT_REFUSALS.add(1);
-            }
-        })?;
+    let now = clock::now();
+    let (batch, pacing) = state::with_sequence(|sequence| {
+        let batch = sequence.issue(now, request)?;
+        Ok::<_, IdError>((batch, sequence.is_pacing(now)))
+    })
+    .inspect_err(|error| {
+        if matches!(error, IdError::Drift { .. }) {
+            counters::DRIFT_REFUSALS.add(1);
+        }
+    })?;
+    pacing::observe(pacing, batch.last.time_ms, now);
     record(&key, existing, batch.last_id())?;
     drop(key);
 

@@ -5,7 +5,7 @@ use std::ffi::c_int;
 use idgen_core::utc::{format_date, format_unix_ms};
 use redis_module::raw;
 
-use crate::{clock, counters, segment_marks, state, warnings};
+use crate::{clock, counters, pacing, segment_marks, state, warnings};
 
 /// Redis calls this for `INFO`, `INFO idgen`, `INFO modules` and crash reports.
 pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
@@ -31,6 +31,7 @@ pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_
     number("segment_fence", config.segment_fence);
     let ahead = state::with_sequence(|sequence| sequence.ahead_of_wall_ms(clock::wall_unix_ms()));
     number("clock_ahead_ms", ahead);
+    number("clock_paced", u64::from(pacing::is_pacing()));
     number("snowflake_calls", counters::SNOWFLAKE_CALLS.get());
     number("snowflake_ids_issued", counters::SNOWFLAKE_IDS.get());
     number("segment_calls", counters::SEGMENT_CALLS.get());

@@ -17,6 +17,7 @@ mod events;
 mod fence;
 mod ffi;
 mod info;
+mod pacing;
 mod registry;
 mod segment_marks;
 mod settings;
@@ -50,7 +51,7 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     config
         .validate(clock::wall_unix_ms())
         .map_err(|e| e.to_string())?;
-    state::install(config, clock::wall_unix_ms());
+    state::install(config, clock::now());
     // A start arms the segment fence: every key skips it on its first use as master.
     fence::arm();
     registry::register_all(ctx)?;

@@ -68,7 +68,7 @@ pub fn raise_floor_for(last_id: u64, check_drift: bool) -> bool {
     if check_drift && time_ms > wall_ms.saturating_add(config.max_drift_ms) {
         return false;
     }
-    state::with_sequence(|sequence| sequence.raise_floor(time_ms));
+    state::with_sequence(|sequence| sequence.raise_floor(time_ms, clock::monotonic_ms()));
     true
 }
 
@@ -99,7 +99,7 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, _when
         let last_time_ms = raw::load_unsigned(rdb)?;
         // The instance's own saved position, or its master's in a full sync: either way
         // IDs up to it exist, so they must not be issued again, whatever the clock says.
-        state::with_sequence(|sequence| sequence.raise_floor(last_time_ms));
+        state::with_sequence(|sequence| sequence.raise_floor(last_time_ms, clock::monotonic_ms()));
         if encver >= AUX_WITH_SEGMENT_MARKS {
             // Only values of this instance's own class mean anything to it: a master's
             // remembered values, arriving in a full sync, are of the master's class.

@@ -6,7 +6,7 @@
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use idgen_core::{Config, SnowflakeSequence};
+use idgen_core::{Config, Now, SnowflakeSequence};
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
 static SEQUENCE: Mutex<Option<SnowflakeSequence>> = Mutex::new(None);
@@ -14,10 +14,10 @@ static SEQUENCE: Mutex<Option<SnowflakeSequence>> = Mutex::new(None);
 /// Installs the validated configuration at load, with the snowflake restart fence
 /// (see `SnowflakeSequence::apply_restart_fence`); the floor restored from RDB aux data and
 /// replayed AOF is raised on top of it while the data loads.
-pub fn install(config: Config, wall_unix_ms: u64) {
+pub fn install(config: Config, now: Now) {
     let _ = CONFIG.set(config);
     let mut sequence = SnowflakeSequence::new(config);
-    sequence.apply_restart_fence(wall_unix_ms);
+    sequence.apply_restart_fence(now);
     *lock_sequence() = Some(sequence);
 }
 

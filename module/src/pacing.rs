@@ -1,0 +1,47 @@
+//! Saying so when the snowflake clock runs ahead of the wall clock by more than
+//! `max-drift-ms` (the wall clock stepped back, or the instance restarted while ahead): IDs
+//! then carry future times and issuing goes on at real-time pace until the wall clock
+//! catches up. Logged once when it starts and once when it ends; `INFO idgen` shows it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use idgen_core::Now;
+use redis_module::logging::RedisLogLevel;
+use redis_module::Context;
+
+use crate::state;
+
+static PACING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the clock is running ahead at real-time pace now.
+pub fn is_pacing() -> bool {
+    PACING.load(Ordering::Relaxed)
+}
+
+/// Records what the last issuing call found, and logs a change.
+pub fn observe(pacing: bool, last_time_ms: u64, now: Now) {
+    if PACING.swap(pacing, Ordering::Relaxed) == pacing {
+        return;
+    }
+    let config = state::config();
+    let wall_ms = now.wall_unix_ms.saturating_sub(config.layout.epoch_unix_ms);
+    let message = if pacing {
+        format!(
+            "the snowflake clock runs {} ms ahead of the wall clock, more than \
+             idgen.max-drift-ms ({}): the wall clock stepped back, or this instance restarted \
+             while ahead. IDs stay unique and increasing and carry future times; issuing goes \
+             on at one millisecond's sequence per elapsed millisecond until the wall clock \
+             catches up (bursts beyond that get DRIFT)",
+            last_time_ms.saturating_sub(wall_ms),
+            config.max_drift_ms
+        )
+    } else {
+        "the snowflake clock is back within idgen.max-drift-ms of the wall clock".to_string()
+    };
+    let level = if pacing {
+        RedisLogLevel::Warning
+    } else {
+        RedisLogLevel::Notice
+    };
+    Context::dummy().log(level, &message);
+}
