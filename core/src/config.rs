@@ -183,6 +183,14 @@ impl Config {
         Ok(())
     }
 
+    /// How far past its last ID a key's bound is extended: half of `max_drift_ms` (at least
+    /// 1 ms). A key is written at most about once per lease while in use; an instance that
+    /// takes over a key (after a restart or failover) starts above the bound, so at most
+    /// this far ahead of the key's last ID — inside the drift bound.
+    pub fn snowflake_lease_ms(&self) -> u64 {
+        (self.max_drift_ms / 2).max(1)
+    }
+
     /// How many snowflake IDs this instance can issue in one millisecond: the sequence
     /// values `offset, offset + step, …` below `2^sequence_bits`.
     pub fn ids_per_ms(&self) -> u64 {

@@ -3,7 +3,8 @@
 //! - [`Config`] and [`Layout`]: the deployment's identity (step and offset) and the
 //!   snowflake bit layout, with [`Config::validate`] refusing unsafe combinations.
 //! - [`SnowflakeSequence`]: the per-instance logical clock and step-offset sequence behind
-//!   `SNOWFLAKE.NEXT`.
+//!   `SNOWFLAKE.NEXT`, and [`SnowflakeSequence::issue_for_key`]: the write-free rule for a
+//!   key's recorded bound ([`KeyRecord`]).
 //! - [`next_range`]: the step-offset range arithmetic behind `SEGMENT.NEXT`.
 //! - [`Layout::decode`]: the parts of an ID, as `SNOWFLAKE.DECODE` shows them.
 //!
@@ -15,6 +16,7 @@ mod config;
 mod error;
 mod integer;
 mod layout;
+mod lease;
 mod segment;
 mod snowflake;
 pub mod utc;
@@ -23,6 +25,7 @@ pub use config::{Config, ConfigError, Identity, DEFAULT_SEGMENT_FENCE, MIN_LAYOU
 pub use error::IdError;
 pub use integer::parse_redis_integer;
 pub use layout::{DecodedId, Layout, DEFAULT_EPOCH_UNIX_MS};
+pub use lease::{KeyIssue, KeyRecord, KeyState};
 pub use segment::{continue_above, next_range, SegmentRange, MAX_SEGMENT_COUNT};
 pub use snowflake::{
     Batch, BatchIds, Now, Position, Request, SnowflakeSequence, MAX_SNOWFLAKE_COUNT,

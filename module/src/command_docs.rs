@@ -61,12 +61,12 @@ impl ArgDoc {
         }
     }
 
-    /// An optional integer introduced by `token` (such as `COUNT n`).
-    pub const fn optional_integer(name: &'static str, token: &'static CStr) -> Self {
+    /// An optional integer, introduced by `token` (such as `COUNT n`) or positional.
+    pub const fn optional_integer(name: &'static str, token: Option<&'static CStr>) -> Self {
         ArgDoc {
             name,
             kind: raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
-            token: Some(token),
+            token,
             optional: true,
         }
     }

@@ -25,6 +25,9 @@ impl Counter {
 pub static SNOWFLAKE_CALLS: Counter = Counter::new();
 /// Snowflake IDs handed out.
 pub static SNOWFLAKE_IDS: Counter = Counter::new();
+/// SNOWFLAKE.NEXT calls that wrote and replicated a key's record (a new bound), rather than
+/// issuing within the bound with no write.
+pub static SNOWFLAKE_BOUND_WRITES: Counter = Counter::new();
 /// Successful SEGMENT.NEXT calls.
 pub static SEGMENT_CALLS: Counter = Counter::new();
 /// Segment values handed out.

@@ -39,6 +39,9 @@ unsafe extern "C" fn on_role_changed(
             return;
         }
         counters::PROMOTIONS.add(1);
+        // Keys recorded before the promotion (by the old master, or by this instance in an
+        // earlier term) are continued above their bound.
+        state::new_incarnation();
         Context::new(ctx).log_notice(&format!(
             "promoted to master: snowflake IDs and segment values continue from this \
              instance's own offset; {} segment keys continue above values this instance \

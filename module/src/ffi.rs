@@ -164,6 +164,27 @@ impl Call {
         }
     }
 
+    /// Propagates `command key first second` to replicas and the AOF, in place of this call.
+    pub fn replicate_key_values(
+        &self,
+        command: &CStr,
+        key: *mut raw::RedisModuleString,
+        first: i64,
+        second: i64,
+    ) {
+        // SAFETY: format "sll" takes a RedisModuleString and two long longs, given in order.
+        unsafe {
+            raw::RedisModule_Replicate.unwrap()(
+                self.ctx,
+                command.as_ptr(),
+                c"sll".as_ptr(),
+                key,
+                first as c_longlong,
+                second as c_longlong,
+            );
+        }
+    }
+
     /// Fires a keyspace notification `event` of `class` for `key`.
     pub fn notify(&self, class: raw::NotifyEvent, event: &CStr, key: *mut raw::RedisModuleString) {
         // SAFETY: all pointers are valid for the call.

@@ -34,6 +34,10 @@ pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_
     number("clock_paced", u64::from(pacing::is_pacing()));
     number("snowflake_calls", counters::SNOWFLAKE_CALLS.get());
     number("snowflake_ids_issued", counters::SNOWFLAKE_IDS.get());
+    number(
+        "snowflake_bound_writes",
+        counters::SNOWFLAKE_BOUND_WRITES.get(),
+    );
     number("segment_calls", counters::SEGMENT_CALLS.get());
     number("segment_ids_issued", counters::SEGMENT_IDS.get());
     number("ms_borrowed", counters::BORROWED_MS.get());

@@ -1,6 +1,6 @@
 //! The `idgen` Redis module: `SNOWFLAKE.NEXT`, `SEGMENT.NEXT`, `SNOWFLAKE.DECODE` (plus
-//! `SNOWFLAKE.LAST` and `SNOWFLAKE.SETLAST`), generated inside Redis from per-instance
-//! step-offset sequences.
+//! `SNOWFLAKE.BOUND`, `SNOWFLAKE.SETBOUND` and `IDGEN.IDENTITY`), generated inside Redis
+//! from per-instance step-offset sequences.
 //!
 //! The arithmetic lives in `idgen-core`; this crate binds it to Redis: configs, commands,
 //! the `snowflake` key type, replication of effects and `INFO idgen`.

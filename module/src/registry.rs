@@ -83,7 +83,8 @@ const SNOWFLAKE_NEXT_ARITY: c_int = -2;
 const SEGMENT_NEXT_ARITY: c_int = -2;
 const DECODE_ARITY: c_int = 2;
 const IDENTITY_ARITY: c_int = 1;
-const LAST_ARITY: c_int = 2;
+const BOUND_ARITY: c_int = 2;
+const SETBOUND_ARITY: c_int = -3;
 const SETLAST_ARITY: c_int = 3;
 
 entry_point!(
@@ -94,12 +95,13 @@ entry_point!(
 entry_point!(segment_next_entry, SEGMENT_NEXT_ARITY, cmd_segment::next);
 entry_point!(decode_entry, DECODE_ARITY, cmd_decode::decode);
 entry_point!(identity_entry, IDENTITY_ARITY, cmd_identity::identity);
-entry_point!(last_entry, LAST_ARITY, cmd_snowflake::last);
-entry_point!(set_last_entry, SETLAST_ARITY, cmd_snowflake::set_last);
+entry_point!(bound_entry, BOUND_ARITY, cmd_snowflake::bound);
+entry_point!(set_bound_entry, SETBOUND_ARITY, cmd_snowflake::set_bound);
+entry_point!(set_last_entry, SETLAST_ARITY, cmd_snowflake::set_bound);
 
 const KEY: ArgDoc = ArgDoc::key("key");
 
-fn commands() -> [CommandSpec; 6] {
+fn commands() -> [CommandSpec; 7] {
     [
         CommandSpec {
             name: c"snowflake.next",
@@ -116,8 +118,8 @@ fn commands() -> [CommandSpec; 6] {
                 tips: Some(c"nondeterministic_output"),
                 args: vec![
                     KEY,
-                    ArgDoc::optional_integer("count", c"COUNT"),
-                    ArgDoc::optional_integer("shard", c"SHARD"),
+                    ArgDoc::optional_integer("count", Some(c"COUNT")),
+                    ArgDoc::optional_integer("shard", Some(c"SHARD")),
                 ],
             },
         },
@@ -134,7 +136,7 @@ fn commands() -> [CommandSpec; 6] {
                 arity: SEGMENT_NEXT_ARITY,
                 key_access: Some(KeyAccess::ReadWriteUpdate),
                 tips: Some(c"nondeterministic_output"),
-                args: vec![KEY, ArgDoc::optional_integer("count", c"COUNT")],
+                args: vec![KEY, ArgDoc::optional_integer("count", Some(c"COUNT"))],
             },
         },
         CommandSpec {
@@ -168,18 +170,33 @@ fn commands() -> [CommandSpec; 6] {
             },
         },
         CommandSpec {
-            name: c"snowflake.last",
-            entry: last_entry,
+            name: c"snowflake.bound",
+            entry: bound_entry,
             flags: c"readonly fast",
             keys: (1, 1, 1),
             acl_categories: c"read fast",
             docs: CommandDocs {
-                summary: c"Returns the last snowflake ID issued for a key, or nil.",
+                summary: c"Returns a snowflake key's bound: every ID issued for the key is at most this. Nil for a missing key.",
                 complexity: c"O(1).",
-                arity: LAST_ARITY,
+                arity: BOUND_ARITY,
                 key_access: Some(KeyAccess::ReadOnly),
                 tips: None,
                 args: vec![KEY],
+            },
+        },
+        CommandSpec {
+            name: c"snowflake.setbound",
+            entry: set_bound_entry,
+            flags: c"write deny-oom fast",
+            keys: (1, 1, 1),
+            acl_categories: c"write fast",
+            docs: CommandDocs {
+                summary: c"Records a snowflake key's bound (and, from replication and the AOF, its owner): how SNOWFLAKE.NEXT reaches replicas and the AOF. From clients it only moves a bound forward.",
+                complexity: c"O(1).",
+                arity: SETBOUND_ARITY,
+                key_access: Some(KeyAccess::ReadWriteUpdate),
+                tips: None,
+                args: vec![KEY, ArgDoc::integer("bound"), ArgDoc::optional_integer("owner", None)],
             },
         },
         CommandSpec {
@@ -189,7 +206,7 @@ fn commands() -> [CommandSpec; 6] {
             keys: (1, 1, 1),
             acl_categories: c"write fast",
             docs: CommandDocs {
-                summary: c"Records a key's last snowflake ID: how SNOWFLAKE.NEXT reaches replicas and the AOF. From clients it only moves a key forward.",
+                summary: c"Deprecated name of SNOWFLAKE.SETBOUND key bound (what AOF files of idgen before 0.1.0 contain).",
                 complexity: c"O(1).",
                 arity: SETLAST_ARITY,
                 key_access: Some(KeyAccess::ReadWriteUpdate),

@@ -1,8 +1,10 @@
-//! The `snowflake` key type: the last ID issued for a key.
+//! The `snowflake` key type: a bound on the IDs issued for a key, and who issued under it
+//! (`idgen_core::KeyRecord`; the write-free rule is in `idgen_core::lease`).
 //!
 //! A dedicated type, rather than a plain string, keeps a snowflake key from being mistaken
 //! for a counter (and a counter for a snowflake key), and gives the module RDB callbacks:
-//! - the value is the key's last ID, so IDs for a key restored anywhere continue above it;
+//! - the value is the key's record, so IDs for a key restored anywhere continue above its
+//!   bound; the owner's in-memory last ID is not saved, copied into RDB or digested;
 //! - the instance's snowflake position is saved as RDB aux data (also inside an AOF's RDB
 //!   preamble) and restored on load, so after a restart nothing at or before the last
 //!   persisted millisecond is issued again, even if the wall clock is now behind it;
@@ -13,18 +15,36 @@ use std::ffi::{c_int, c_void};
 
 use redis_module::{native_types::RedisType, raw};
 
+use idgen_core::KeyRecord;
+
 use crate::{clock, segment_marks, state};
 
 /// What a snowflake key holds.
 #[derive(Debug, Clone, Copy)]
 pub struct SnowflakeKey {
-    /// The last (largest) ID issued for the key.
-    pub last_id: u64,
+    /// The bound and its owner: what RDB, replicas and the AOF hold.
+    pub record: KeyRecord,
+    /// The key's last ID, known to its owner only, in memory only.
+    pub last_issued: Option<u64>,
 }
 
-/// Encoding version of the type: a key is one unsigned integer in every version; the aux
-/// record is the snowflake position (0), then the remembered segment values (1).
-const ENCODING_VERSION: i32 = 1;
+impl SnowflakeKey {
+    /// A key as loaded or replicated: its record, no last ID known.
+    pub fn from_record(record: KeyRecord) -> Self {
+        SnowflakeKey {
+            record,
+            last_issued: None,
+        }
+    }
+}
+
+/// Encoding version of the type. A key: its last ID (0 and 1, loaded as a bound with no
+/// owner), then bound and owner (2). The aux record: the snowflake position (0), then the
+/// remembered segment values (1 on).
+const ENCODING_VERSION: i32 = 2;
+
+/// The first encoding whose keys carry bound and owner.
+const KEY_WITH_OWNER: c_int = 2;
 
 /// The registered type; `TYPE key` answers `snowflake`.
 pub static SNOWFLAKE_TYPE: RedisType = RedisType::new(
@@ -58,12 +78,12 @@ pub fn raw_type() -> *mut raw::RedisModuleType {
     *SNOWFLAKE_TYPE.raw_type.borrow()
 }
 
-/// Makes sure nothing at or before `last_id`'s millisecond is issued again by this
+/// Makes sure nothing at or before `id`'s millisecond is issued again by this
 /// instance. With `check_drift`, refuses (returns false, changing nothing) when that
 /// millisecond is more than the drift bound ahead of the wall clock.
-pub fn raise_floor_for(last_id: u64, check_drift: bool) -> bool {
+pub fn raise_floor_for(id: u64, check_drift: bool) -> bool {
     let config = state::config();
-    let time_ms = config.layout.time_of(last_id);
+    let time_ms = config.layout.time_of(id);
     let wall_ms = clock::wall_unix_ms().saturating_sub(config.layout.epoch_unix_ms);
     if check_drift && time_ms > wall_ms.saturating_add(config.max_drift_ms) {
         return false;
@@ -122,19 +142,31 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, _when
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    // Keys are encoded alike in every version so far.
     if !(0..=ENCODING_VERSION).contains(&encver) {
         return std::ptr::null_mut();
     }
-    let Ok(last_id) = raw::load_unsigned(rdb) else {
+    let Ok(bound) = raw::load_unsigned(rdb) else {
         return std::ptr::null_mut();
     };
-    Box::into_raw(Box::new(SnowflakeKey { last_id })).cast()
+    let owner = if encver >= KEY_WITH_OWNER {
+        match raw::load_unsigned(rdb) {
+            Ok(owner) => owner,
+            Err(_) => return std::ptr::null_mut(),
+        }
+    } else {
+        0 // an older file's last ID: a bound nobody owns
+    };
+    Box::into_raw(Box::new(SnowflakeKey::from_record(KeyRecord {
+        bound,
+        owner,
+    })))
+    .cast()
 }
 
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    let key = &*value.cast::<SnowflakeKey>();
-    raw::save_unsigned(rdb, key.last_id);
+    let record = (*value.cast::<SnowflakeKey>()).record;
+    raw::save_unsigned(rdb, record.bound);
+    raw::save_unsigned(rdb, record.owner);
 }
 
 unsafe extern "C" fn aof_rewrite(
@@ -142,13 +174,14 @@ unsafe extern "C" fn aof_rewrite(
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
 ) {
-    let last_id = (*value.cast::<SnowflakeKey>()).last_id;
+    let record = (*value.cast::<SnowflakeKey>()).record;
     raw::RedisModule_EmitAOF.unwrap()(
         aof,
-        c"SNOWFLAKE.SETLAST".as_ptr(),
-        c"sl".as_ptr(),
+        c"SNOWFLAKE.SETBOUND".as_ptr(),
+        c"sll".as_ptr(),
         key,
-        last_id as std::ffi::c_longlong,
+        record.bound as std::ffi::c_longlong,
+        record.owner as std::ffi::c_longlong,
     );
 }
 
@@ -157,8 +190,10 @@ unsafe extern "C" fn mem_usage(_value: *const c_void) -> usize {
 }
 
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    let last_id = (*value.cast::<SnowflakeKey>()).last_id;
-    raw::RedisModule_DigestAddLongLong.unwrap()(md, last_id as std::ffi::c_longlong);
+    // The record only: the owner's in-memory last ID is not data replicas have.
+    let record = (*value.cast::<SnowflakeKey>()).record;
+    raw::RedisModule_DigestAddLongLong.unwrap()(md, record.bound as std::ffi::c_longlong);
+    raw::RedisModule_DigestAddLongLong.unwrap()(md, record.owner as std::ffi::c_longlong);
     raw::RedisModule_DigestEndSequence.unwrap()(md);
 }
 

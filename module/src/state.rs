@@ -4,18 +4,36 @@
 //! Redis runs commands on its main thread, so the mutex is never contended; it is there so
 //! that the state is a plain safe static.
 
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use idgen_core::{Config, Now, SnowflakeSequence};
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
 static SEQUENCE: Mutex<Option<SnowflakeSequence>> = Mutex::new(None);
+static INCARNATION: AtomicU64 = AtomicU64::new(0);
+
+/// This instance's current incarnation: the token that owns the snowflake keys it issues
+/// for (see `idgen_core::KeyRecord`). 0 until the module has loaded.
+pub fn incarnation() -> u64 {
+    INCARNATION.load(Ordering::Relaxed)
+}
+
+/// Starts a new incarnation (at load and at each promotion): keys recorded under any
+/// earlier one, by this process or another, are continued above their bound.
+pub fn new_incarnation() {
+    // A random nonzero token (RandomState is seeded from the OS's random source).
+    let token = RandomState::new().hash_one(INCARNATION.load(Ordering::Relaxed)) | 1;
+    INCARNATION.store(token, Ordering::Relaxed);
+}
 
 /// Installs the validated configuration at load, with the snowflake restart fence
 /// (see `SnowflakeSequence::apply_restart_fence`); the floor restored from RDB aux data and
 /// replayed AOF is raised on top of it while the data loads.
 pub fn install(config: Config, now: Now) {
     let _ = CONFIG.set(config);
+    new_incarnation();
     let mut sequence = SnowflakeSequence::new(config);
     sequence.apply_restart_fence(now);
     *lock_sequence() = Some(sequence);

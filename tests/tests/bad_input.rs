@@ -110,15 +110,15 @@ fn malformed_calls_are_refused_and_change_nothing() {
         case("SNOWFLAKE.DECODE 0", "0 is not positive"),
         case("SNOWFLAKE.DECODE 1 2", "wrong number of arguments"),
         case(
-            "SNOWFLAKE.SETLAST sf notanumber",
-            "the ID must be an integer",
+            "SNOWFLAKE.SETBOUND sf notanumber",
+            "the bound must be an integer",
         ),
         case(
-            &format!("SNOWFLAKE.SETLAST sf {}", sf - 1),
-            "only moves a key forward",
+            &format!("SNOWFLAKE.SETBOUND sf {}", sf - 1),
+            "only moves a key's bound forward",
         ),
-        case(&format!("SNOWFLAKE.SETLAST sf {far_future_id}"), "DRIFT"),
-        case("SNOWFLAKE.SETLAST list 5", "WRONGTYPE"),
+        case(&format!("SNOWFLAKE.SETBOUND sf {far_future_id}"), "DRIFT"),
+        case("SNOWFLAKE.SETBOUND list 5", "WRONGTYPE"),
     ];
     assert!(cases.len() >= 20);
     let before = digest(&mut conn);

@@ -197,29 +197,54 @@ fn decode_gives_time_shard_sequence_and_offset() {
 }
 
 #[test]
-fn last_and_setlast_read_and_move_a_key_forward() {
-    let server = Server::start(&[]);
+fn bound_and_setbound_read_and_move_a_key_forward() {
+    // Without the restart fence IDs start at the current time, so operator bounds a little
+    // ahead stay within max-drift-ms.
+    let server = Server::start(&["snowflake-restart-fence", "no"]);
     let mut conn = server.conn();
-    let none: Option<i64> = cmd("SNOWFLAKE.LAST").arg("k").query(&mut conn).unwrap();
+    let none: Option<i64> = cmd("SNOWFLAKE.BOUND").arg("k").query(&mut conn).unwrap();
     assert_eq!(none, None);
     let id: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
-    let last: i64 = cmd("SNOWFLAKE.LAST").arg("k").query(&mut conn).unwrap();
-    assert_eq!(last, id);
-    let backwards: redis::RedisResult<()> = cmd("SNOWFLAKE.SETLAST")
+    // The bound is ahead of the ID: it covers the next idgen.max-drift-ms / 2 of IDs.
+    let bound: i64 = cmd("SNOWFLAKE.BOUND").arg("k").query(&mut conn).unwrap();
+    let time = |id: i64| id >> 22;
+    assert_eq!(time(bound) - time(id), 1000, "a lease of max-drift-ms / 2");
+    let backwards: redis::RedisResult<()> = cmd("SNOWFLAKE.SETBOUND")
         .arg("k")
-        .arg(id - 1)
+        .arg(bound - 1)
         .query(&mut conn);
     assert!(backwards
         .unwrap_err()
         .to_string()
-        .contains("only moves a key forward"));
-    let _: () = cmd("SNOWFLAKE.SETLAST")
+        .contains("only moves a key's bound forward"));
+    let with_owner: redis::RedisResult<()> = cmd("SNOWFLAKE.SETBOUND")
         .arg("k")
-        .arg(id + 1000)
+        .arg(bound + 1)
+        .arg(5)
+        .query(&mut conn);
+    assert!(with_owner
+        .unwrap_err()
+        .to_string()
+        .contains("owner is written by replication"));
+    // An operator's bound: every instance, this one too, continues above it.
+    let _: () = cmd("SNOWFLAKE.SETBOUND")
+        .arg("k")
+        .arg(bound + 1000)
         .query(&mut conn)
         .unwrap();
     let next: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
-    assert!(next > id + 1000);
+    assert!(next > bound + 1000);
+    // The old name still works (AOF files of earlier versions contain it): a bound with no
+    // owner, here on a new key.
+    let _: () = cmd("SNOWFLAKE.SETLAST")
+        .arg("j")
+        .arg(next)
+        .query(&mut conn)
+        .unwrap();
+    let bound_j: i64 = cmd("SNOWFLAKE.BOUND").arg("j").query(&mut conn).unwrap();
+    assert_eq!(bound_j, next);
+    let after: i64 = cmd("SNOWFLAKE.NEXT").arg("j").query(&mut conn).unwrap();
+    assert!(after > next);
     let type_name: String = cmd("TYPE").arg("k").query(&mut conn).unwrap();
     assert_eq!(type_name, "snowflake");
 }
@@ -353,19 +378,23 @@ fn dump_restore_and_copy_keep_the_last_id_and_ids_continue_above_it() {
         .arg(dumped)
         .query(&mut other_conn)
         .unwrap();
-    let restored: i64 = cmd("SNOWFLAKE.LAST")
+    let bound: i64 = cmd("SNOWFLAKE.BOUND").arg("src").query(&mut conn).unwrap();
+    let restored: i64 = cmd("SNOWFLAKE.BOUND")
         .arg("src")
         .query(&mut other_conn)
         .unwrap();
-    assert_eq!(restored, id);
+    assert_eq!(restored, bound);
+    assert!(bound >= id);
     let next: i64 = cmd("SNOWFLAKE.NEXT")
         .arg("src")
         .query(&mut other_conn)
         .unwrap();
-    assert!(next > id);
+    assert!(next > bound, "another instance continues above the bound");
     let _: i64 = cmd("COPY").arg("src").arg("dst").query(&mut conn).unwrap();
-    let copied: i64 = cmd("SNOWFLAKE.LAST").arg("dst").query(&mut conn).unwrap();
-    assert_eq!(copied, id);
+    let copied: i64 = cmd("SNOWFLAKE.BOUND").arg("dst").query(&mut conn).unwrap();
+    assert_eq!(copied, bound);
+    let from_copy: i64 = cmd("SNOWFLAKE.NEXT").arg("dst").query(&mut conn).unwrap();
+    assert!(from_copy > id);
 }
 
 #[test]

@@ -167,12 +167,12 @@ fn restart_from_aof_without_preamble() {
     let mut server = aof_server("no");
     let mut conn = server.conn();
     let before = issue_before(&mut conn);
-    // Rewritten as commands: SNOWFLAKE.SETLAST for each key that still exists.
+    // Rewritten as commands: SNOWFLAKE.SETBOUND for each key that still exists.
     let _: String = cmd("BGREWRITEAOF").query(&mut conn).unwrap();
     wait_for_rewrite(&mut conn);
     let _: i64 = cmd("SNOWFLAKE.NEXT").arg("kept").query(&mut conn).unwrap();
     let before = Before {
-        kept_last: cmd("SNOWFLAKE.LAST").arg("kept").query(&mut conn).unwrap(),
+        kept_last: cmd("SNOWFLAKE.NEXT").arg("kept").query(&mut conn).unwrap(),
         ..before
     };
     restart_behind(&mut server);
@@ -196,7 +196,8 @@ fn restart_from_aof_without_preamble() {
 fn restart_from_aof_without_preamble_replays_the_floor() {
     let mut server = aof_server("no");
     let mut conn = server.conn();
-    // No rewrite after the burst: the AOF holds every SNOWFLAKE.SETLAST, then the DEL.
+    // No rewrite after the burst: the AOF holds the bounds written (SNOWFLAKE.SETBOUND),
+    // then the DEL.
     let before = issue_before(&mut conn);
     restart_behind(&mut server);
     check_after(&server, &before);

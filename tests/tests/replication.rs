@@ -111,7 +111,7 @@ fn the_replication_stream_holds_only_effects() {
     let names: std::collections::BTreeSet<String> = commands.iter().map(|l| name(l)).collect();
     let allowed = [
         "SET",
-        "SNOWFLAKE.SETLAST",
+        "SNOWFLAKE.SETBOUND",
         "MULTI",
         "EXEC",
         "PING",
@@ -122,7 +122,7 @@ fn the_replication_stream_holds_only_effects() {
         "unexpected commands in the stream: {names:?}"
     );
     assert!(
-        names.contains("SNOWFLAKE.SETLAST") && names.contains("SET"),
+        names.contains("SNOWFLAKE.SETBOUND") && names.contains("SET"),
         "{names:?}"
     );
     // The last SET of the counter is its value on the master: an absolute effect.
@@ -145,8 +145,8 @@ fn a_replica_ends_with_exactly_the_masters_data() {
     let mut replica_conn = replica.conn();
     assert_eq!(digest(&mut conn), digest(&mut replica_conn));
     for key in ["sf0", "sf1", "tx", "lua"] {
-        let on_master: i64 = cmd("SNOWFLAKE.LAST").arg(key).query(&mut conn).unwrap();
-        let on_replica: i64 = cmd("SNOWFLAKE.LAST")
+        let on_master: i64 = cmd("SNOWFLAKE.BOUND").arg(key).query(&mut conn).unwrap();
+        let on_replica: i64 = cmd("SNOWFLAKE.BOUND")
             .arg(key)
             .query(&mut replica_conn)
             .unwrap();

@@ -1,0 +1,119 @@
+//! Write-free snowflakes: what a snowflake key records, and when it must be written.
+//!
+//! A key records a *bound* — every ID issued for the key so far is at most `bound` — and
+//! the *owner*: the incarnation of the instance that issued under that bound (a token new
+//! at each start and each promotion). The owner also keeps the key's last ID, in memory
+//! only. Then:
+//! - the owner, knowing the key's last ID, issues above it; while its IDs stay within the
+//!   bound it writes and replicates nothing;
+//! - the owner that lost the key's last ID (a `DEBUG RELOAD`: the data was reloaded, the
+//!   instance's sequence was not) issues above its own last millisecond, which is above
+//!   everything it issued;
+//! - anyone else (a restarted or promoted instance, a failed-back master, the target of a
+//!   `RESTORE`/`MIGRATE`, after an operator's `SNOWFLAKE.SETBOUND`) issues above the bound,
+//!   which is above every ID issued for the key, continuing from there at real-time pace
+//!   like from any raised floor;
+//! - whenever an ID would pass the bound, or the issuer is not the owner, the call extends
+//!   the bound to the end of the millisecond `lease_ms` after its last ID and records itself
+//!   as owner: that record is the one write (and replicated effect) per lease.
+//!
+//! The bound is written before the IDs under it are answered, so replicas and the AOF hold
+//! a bound on everything handed out, at the cost of one small write per key per lease.
+
+use crate::{Batch, IdError, Now, Request, SnowflakeSequence};
+
+/// What a snowflake key holds in the dataset (RDB, replicas, AOF).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyRecord {
+    /// Every ID issued for the key is at most this.
+    pub bound: u64,
+    /// The incarnation that issued under the bound; 0 for nobody (a bound set by an operator
+    /// or loaded from an older format).
+    pub owner: u64,
+}
+
+/// A key as the issuing instance sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KeyState {
+    /// The key's record, if the key exists.
+    pub record: Option<KeyRecord>,
+    /// The key's last ID, kept in memory by its owner only (lost on reload).
+    pub last_issued: Option<u64>,
+}
+
+/// The result of issuing for a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyIssue {
+    /// The IDs.
+    pub batch: Batch,
+    /// The new record to write and replicate, or `None`: nothing to write.
+    pub extend: Option<KeyRecord>,
+}
+
+impl SnowflakeSequence {
+    /// Issues `count` IDs with `shard` for a key in `state`, as incarnation `me`, extending
+    /// the key's bound by `lease_ms` when it must be extended. Refuses, changing nothing, as
+    /// [`SnowflakeSequence::issue`] does.
+    pub fn issue_for_key(
+        &mut self,
+        now: impl Into<Now>,
+        count: u64,
+        shard: u64,
+        state: KeyState,
+        me: u64,
+        lease_ms: u64,
+    ) -> Result<KeyIssue, IdError> {
+        let now = now.into();
+        let layout = self.config().layout;
+        let last_ms_max = |time_ms: u64| {
+            layout.compose(
+                time_ms,
+                layout.shard_values() - 1,
+                layout.sequence_values() - 1,
+            )
+        };
+        let mine = state
+            .record
+            .is_some_and(|record| record.owner == me && me != 0);
+        // Above what: the key's last ID if we know it; if we issued under the bound but lost
+        // the last ID (a reload), everything this incarnation issued is at or before its
+        // own last millisecond; anyone else continues above the bound.
+        let above = match (mine, state.last_issued, self.last_position()) {
+            (true, Some(last), _) => Some(last),
+            (true, None, Some(position)) => Some(last_ms_max(position.time_ms)),
+            _ => state.record.map(|record| record.bound),
+        };
+        let request = Request {
+            count,
+            shard,
+            above,
+        };
+        let batch = match state.record.filter(|_| !mine) {
+            Some(record) => {
+                // Taking the key over: its bound may be up to a lease past the drift bound
+                // of the instance that wrote it. Continue from above it at real-time pace
+                // (as from any raised floor) instead of refusing until the clock gets there.
+                // On a copy, so that a refused call changes nothing.
+                let mut taken_over = self.clone();
+                taken_over.raise_floor(layout.time_of(record.bound), now.monotonic_ms);
+                let batch = taken_over.issue(now, request)?;
+                *self = taken_over;
+                batch
+            }
+            None => self.issue(now, request)?,
+        };
+        let owned = state.last_issued.filter(|_| mine);
+        let within = |record: KeyRecord| batch.last_id() <= record.bound;
+        if owned.is_some() && state.record.is_some_and(within) {
+            return Ok(KeyIssue {
+                batch,
+                extend: None,
+            });
+        }
+        let bound = last_ms_max((batch.last.time_ms + lease_ms).min(layout.time_values() - 1));
+        Ok(KeyIssue {
+            batch,
+            extend: Some(KeyRecord { bound, owner: me }),
+        })
+    }
+}
