@@ -11,6 +11,7 @@ mod report;
 mod seed;
 mod server_side;
 mod stats;
+mod write_traffic;
 
 use std::path::Path;
 use std::process::Command;
@@ -80,6 +81,13 @@ async fn main() {
         &seed::COUNTS
     };
     let seed = seed::run(counts).await;
+    eprintln!(
+        "AOF and replication bytes per {} single calls…",
+        write_traffic::CALLS
+    );
+    let traffic = tokio::task::spawn_blocking(write_traffic::run)
+        .await
+        .unwrap();
     let instructions = if instructions::available() {
         eprintln!("instructions per request (callgrind)…");
         let requests = if quick { 2_000 } else { 20_000 };
@@ -100,7 +108,7 @@ async fn main() {
         },
         rounds,
     };
-    let text = report::render(&context, &server, &instructions, &client, &seed);
+    let text = report::render(&context, &server, &instructions, &traffic, &client, &seed);
     let (report_path, plot_path) = if quick {
         (
             std::env::temp_dir().join("BENCHMARKS.quick.md"),

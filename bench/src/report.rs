@@ -7,6 +7,7 @@ use crate::instructions::InstructionCount;
 use crate::seed::{Row, Timing, COUNTS};
 use crate::server_side::{Approach, Measurement, CLIENTS, PIPELINES};
 use crate::stats::grouped;
+use crate::write_traffic::{Traffic, CALLS as TRAFFIC_CALLS};
 
 pub struct Context {
     pub machine: String,
@@ -69,6 +70,7 @@ pub fn render(
     context: &Context,
     server: &[Measurement],
     instructions: &[InstructionCount],
+    traffic: &[Traffic],
     client: &ClientResults,
     seed: &[Row],
 ) -> String {
@@ -141,6 +143,19 @@ pub fn render(
         batch_refusals,
         verdict(batch_best.ids_per_second >= 4_096_000.0 && batch_refusals == 0)
     );
+    if let (Some(incr), Some(snowflake)) = (
+        traffic.iter().find(|t| t.command == "INCR"),
+        traffic.iter().find(|t| t.command == "SNOWFLAKE.NEXT"),
+    ) {
+        let _ = writeln!(
+            w,
+            "| AOF growth of {} single `SNOWFLAKE.NEXT` calls ≤ 1/100 of `INCR`'s | {} B vs {} B | {} |",
+            grouped(TRAFFIC_CALLS as f64),
+            grouped(snowflake.aof_bytes as f64),
+            grouped(incr.aof_bytes as f64),
+            verdict(snowflake.aof_bytes * 100 <= incr.aof_bytes)
+        );
+    }
     for row in &client.local {
         let ratio = row.ratio();
         let _ = writeln!(
@@ -163,6 +178,8 @@ pub fn render(
             verdict(ratio >= 0.9)
         );
     }
+
+    render_traffic(w, traffic);
 
     // Server side.
     let _ = writeln!(w, "\n## Server side: IDs per second\n");
@@ -339,6 +356,27 @@ fn render_instructions(w: &mut String, counts: &[InstructionCount]) {
             count.approach.name(),
             grouped(count.per_request),
             grouped(count.per_id),
+        );
+    }
+}
+
+fn render_traffic(w: &mut String, traffic: &[Traffic]) {
+    let _ = writeln!(
+        w,
+        "\n## Write traffic: AOF and replication bytes per {} single calls\n\n\
+         A fresh master with `appendonly yes`, `appendfsync no` and one replica; the calls \
+         pipelined 1,000 at a time on one key. `SNOWFLAKE.NEXT` writes a key's bound once per \
+         lease ([design](docs/design.md)); `SEGMENT.NEXT` replicates its new mark each call, \
+         as `SET`.\n\n| command | AOF bytes | replication bytes |\n|---|---|---|",
+        grouped(TRAFFIC_CALLS as f64)
+    );
+    for row in traffic {
+        let _ = writeln!(
+            w,
+            "| `{}` | {} | {} |",
+            row.command,
+            grouped(row.aof_bytes as f64),
+            grouped(row.replication_bytes as f64)
         );
     }
 }

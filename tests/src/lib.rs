@@ -11,11 +11,13 @@
 mod cluster;
 mod server;
 mod tls;
+mod traffic;
 mod values;
 
 pub use cluster::{Cluster, NodeInfo, NODES, PASSWORD as CLUSTER_PASSWORD};
 pub use server::{module_path, server_has_tls, LoadFailure, Server, ServerOptions};
 pub use tls::TlsFiles;
+pub use traffic::{write_traffic, WriteTraffic};
 pub use values::{
     assert_strictly_increasing, assert_unique, digest, info_field, now_ms, snowflake_batch,
 };
