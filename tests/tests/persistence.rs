@@ -53,9 +53,8 @@ fn issue_before(conn: &mut Connection) -> Before {
 
 /// After the restart, with the server's clock 30 s behind the restored floor: issuing goes
 /// on at once from above the floor (never reusing a millisecond issued before the restart)
-/// at real-time pace, and INFO says the clock is paced ahead. A burst beyond that pace is
-/// refused with DRIFT; with the clock set to 0.5 s behind, it still is (the floor stays 29.5 s
-/// ahead) — the IDs come from above the floor and above each key's last ID either way.
+/// at real-time pace, and INFO says the clock is paced ahead. With the clock set to 0.5 s
+/// behind, IDs still come from above the floor and above each key's last ID.
 fn check_after(server: &Server, before: &Before) {
     let mut conn = server.conn();
     let first: i64 = cmd("SNOWFLAKE.NEXT").arg("fresh").query(&mut conn).unwrap();
@@ -64,9 +63,8 @@ fn check_after(server: &Server, before: &Before) {
         "reused a millisecond issued before the restart"
     );
     assert_eq!(idgen_tests::info_field(&mut conn, "clock_paced"), "1");
-    let burst: redis::RedisResult<Vec<i64>> = snowflake_batch(&mut conn, "fresh", 100_000);
-    let error = burst.expect_err("a burst of 25 ms of sequence beyond the pace");
-    assert_eq!(error.code(), Some("DRIFT"), "{error}");
+    // (Which bursts the pace refuses is tested with an injected clock in
+    // core/tests/snowflake_rules.rs: here it would depend on how long the restart took.)
 
     let _: () = cmd("CONFIG")
         .arg("SET")
