@@ -19,6 +19,16 @@ pub enum IdError {
         /// less than the fence ago).
         restart_fence: bool,
     },
+    /// An operator's bound for a key is further ahead of the wall clock than the drift bound:
+    /// accepting it would push this instance's clock that far ahead.
+    BoundAhead {
+        /// The bound given.
+        bound: u64,
+        /// How far ahead of the wall clock its millisecond is, in ms.
+        ahead_ms: u64,
+        /// The configured bound, in ms.
+        limit_ms: u64,
+    },
     /// The layout's time field cannot hold the millisecond the request needs.
     TimeExhausted {
         /// The unix time, in ms, at which the layout's time field runs out.
@@ -61,7 +71,7 @@ impl IdError {
     /// The upper-case code that starts the Redis error reply (`-DRIFT ...`).
     pub fn code(&self) -> &'static str {
         match self {
-            IdError::Drift { .. } => "DRIFT",
+            IdError::Drift { .. } | IdError::BoundAhead { .. } => "DRIFT",
             IdError::TimeExhausted { .. } => "EXHAUSTED",
             IdError::Overflow { .. } => "OVERFLOW",
             IdError::NegativeSeed { .. }
@@ -97,6 +107,15 @@ impl fmt::Display for IdError {
                 }
                 Ok(())
             }
+            IdError::BoundAhead {
+                bound,
+                ahead_ms,
+                limit_ms,
+            } => write!(
+                f,
+                "bound {bound} is {ahead_ms} ms ahead of this server's clock, more than \
+                 idgen.max-drift-ms ({limit_ms}); the key was not changed"
+            ),
             IdError::TimeExhausted { expires_unix_ms } => write!(
                 f,
                 "the layout's time field ran out at {} (unix ms {expires_unix_ms}); \

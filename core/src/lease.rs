@@ -51,6 +51,36 @@ pub struct KeyIssue {
 }
 
 impl SnowflakeSequence {
+    /// Takes in a key's bound recorded elsewhere, so that nothing at or before its
+    /// millisecond is issued again by this instance.
+    ///
+    /// A bound that arrives by replication or from a file (`from_operator` false) is accepted
+    /// whatever the clock says: IDs up to it may exist. An operator's bound is refused,
+    /// changing nothing, when its millisecond is more than `max_drift_ms` ahead of the wall
+    /// clock — it would move this instance's clock that far ahead.
+    pub fn accept_bound(
+        &mut self,
+        bound: u64,
+        now: impl Into<Now>,
+        from_operator: bool,
+    ) -> Result<(), IdError> {
+        let now = now.into();
+        let time_ms = self.config().layout.time_of(bound);
+        let wall_ms = now
+            .wall_unix_ms
+            .saturating_sub(self.config().layout.epoch_unix_ms);
+        let limit_ms = self.config().max_drift_ms;
+        if from_operator && time_ms > wall_ms.saturating_add(limit_ms) {
+            return Err(IdError::BoundAhead {
+                bound,
+                ahead_ms: time_ms - wall_ms,
+                limit_ms,
+            });
+        }
+        self.raise_floor(time_ms, now.monotonic_ms);
+        Ok(())
+    }
+
     /// Issues `count` IDs with `shard` for a key in `state`, as incarnation `me`, extending
     /// the key's bound by `lease_ms` when it must be extended. Refuses, changing nothing, as
     /// [`SnowflakeSequence::issue`] does.

@@ -88,7 +88,7 @@ proptest! {
                     let now = Now { wall_unix_ms: wall, monotonic_ms: monotonic };
                     seq.apply_restart_fence(now);
                     for record in records.values() {
-                        seq.raise_floor(config.layout.time_of(record.bound), monotonic);
+                        prop_assert!(seq.accept_bound(record.bound, now, false).is_ok());
                     }
                     last_issued.clear();
                 }
@@ -127,4 +127,48 @@ fn a_steady_stream_writes_a_key_once_per_lease() {
         writes >= 10,
         "the bound is extended as time passes: {writes}"
     );
+}
+
+#[test]
+fn a_replayed_bound_is_taken_in_however_far_ahead() {
+    let config = Config::default();
+    let mut seq = SnowflakeSequence::new(Config {
+        restart_fence: false,
+        ..config
+    });
+    let now = Now::from(T0);
+    let wall_ms = T0 - config.layout.epoch_unix_ms;
+    let far = config.layout.compose(wall_ms + 3_600_000, 0, 0);
+    seq.accept_bound(far, now, false).unwrap();
+    assert_eq!(seq.ahead_of_wall_ms(T0), 3_600_000);
+    // Issuing goes on above it at once (real-time pace), not an hour later.
+    let issue = seq
+        .issue_for_key(now, 1, 0, KeyState::default(), 1, 1000)
+        .unwrap();
+    assert!(issue.batch.first_id() > far);
+}
+
+#[test]
+fn an_operators_bound_past_the_drift_bound_is_refused_changing_nothing() {
+    let config = Config::default();
+    let mut seq = SnowflakeSequence::new(Config {
+        restart_fence: false,
+        ..config
+    });
+    let now = Now::from(T0);
+    let wall_ms = T0 - config.layout.epoch_unix_ms;
+    let before = seq.clone();
+    let too_far = config
+        .layout
+        .compose(wall_ms + config.max_drift_ms + 1, 0, 0);
+    let error = seq.accept_bound(too_far, now, true).unwrap_err();
+    assert_eq!(error.code(), "DRIFT");
+    assert!(
+        error.to_string().contains("the key was not changed"),
+        "{error}"
+    );
+    assert_eq!(seq, before);
+    let near = config.layout.compose(wall_ms + config.max_drift_ms, 0, 0);
+    seq.accept_bound(near, now, true).unwrap();
+    assert_eq!(seq.ahead_of_wall_ms(T0), config.max_drift_ms);
 }
