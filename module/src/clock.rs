@@ -1,28 +1,41 @@
 //! The clocks the module reads: the wall clock (the time IDs carry) and a monotonic clock
 //! (how much time really passed, which the wall clock cannot tell when it steps).
-
-use std::sync::OnceLock;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+//!
+//! Read with `clock_gettime` directly and converted with 64-bit arithmetic: they are read
+//! on every `SNOWFLAKE.NEXT`, and `SystemTime`/`Instant` conversions (128-bit durations,
+//! an origin to subtract) cost about as much again as the reads.
 
 use idgen_core::Now;
 
 use crate::settings;
 
+/// `clock`'s reading in whole milliseconds, or 0 if it cannot be read (it always can on
+/// Linux for the two clocks used here) or is before its origin.
+fn read_ms(clock: libc::clockid_t) -> u64 {
+    let mut time = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `time` is a valid, writable timespec for the call's duration.
+    if unsafe { libc::clock_gettime(clock, &mut time) } != 0 {
+        return 0;
+    }
+    let seconds = u64::try_from(time.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(time.tv_nsec).unwrap_or(0);
+    seconds * 1000 + nanos / 1_000_000
+}
+
 /// Milliseconds since the unix epoch, plus the debug clock offset (0 unless a test set
 /// `idgen.debug-clock-offset-ms`), or 0 if that is before 1970.
 pub fn wall_unix_ms() -> u64 {
-    let system = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as i64);
-    u64::try_from(system.saturating_add(settings::clock_offset_ms())).unwrap_or(0)
+    read_ms(libc::CLOCK_REALTIME).saturating_add_signed(settings::clock_offset_ms())
 }
 
-/// Milliseconds of a monotonic clock since the module first read it. The debug clock
-/// offset does not move it: a test that shifts the wall clock shifts only the wall clock,
-/// as a real clock step would.
+/// Milliseconds of a monotonic clock (from an arbitrary origin: the machine's boot). The
+/// debug clock offset does not move it: a test that shifts the wall clock shifts only the
+/// wall clock, as a real clock step would.
 pub fn monotonic_ms() -> u64 {
-    static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    ORIGIN.get_or_init(Instant::now).elapsed().as_millis() as u64
+    read_ms(libc::CLOCK_MONOTONIC)
 }
 
 /// Both clocks, read now.
@@ -30,5 +43,29 @@ pub fn now() -> Now {
     Now {
         wall_unix_ms: wall_unix_ms(),
         monotonic_ms: monotonic_ms(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    #[test]
+    fn the_wall_clock_reads_unix_milliseconds() {
+        let expected = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let read = wall_unix_ms();
+        assert!(read.abs_diff(expected) < 1000, "{read} vs {expected}");
+    }
+
+    #[test]
+    fn the_monotonic_clock_does_not_go_back() {
+        let first = monotonic_ms();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let second = monotonic_ms();
+        assert!(second >= first + 4, "{first} then {second}");
     }
 }

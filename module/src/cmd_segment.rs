@@ -5,7 +5,8 @@ use redis_module::raw;
 
 use crate::args::{parse_options, COUNT};
 use crate::cmd_snowflake::refuse_on_replica;
-use crate::ffi::{wrong_type, Call, KeyKind, Refusal};
+use crate::ffi::{wrong_type, Call, Refusal};
+use crate::key::{Access, KeyKind};
 use crate::{counters, fence, segment_marks, state};
 
 /// Hands out the COUNT smallest values above the key's integer that belong to this
@@ -19,7 +20,7 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
     let [count] = parse_options(call, "SEGMENT.NEXT", 2, [&COUNT])?;
     refuse_on_replica(call)?;
     let config = state::config();
-    let key = call.open_key(key_name, true);
+    let mut key = call.open_key(key_name, Access::Write);
     let current = match key.kind() {
         KeyKind::Empty => 0,
         KeyKind::String => {

@@ -1,14 +1,13 @@
 //! `SNOWFLAKE.NEXT`, `SNOWFLAKE.BOUND` and `SNOWFLAKE.SETBOUND` (and `SNOWFLAKE.SETLAST`, its
 //! old name, kept so that AOF files written by earlier versions still load).
 
-use std::ptr::NonNull;
-
 use idgen_core::{IdError, KeyRecord, KeyState};
 use redis_module::raw;
 
 use crate::args::{parse_options, COUNT, SHARD};
-use crate::ffi::{wrong_type, Call, Key, KeyKind, Refusal};
-use crate::snowflake_type::{raise_floor_for, raw_type, SnowflakeKey};
+use crate::ffi::{Call, Refusal};
+use crate::key::Access;
+use crate::snowflake_type::SnowflakeKey;
 use crate::{clock, counters, pacing, state};
 
 /// Refuses to issue on a replica: only masters issue, so that a replica promoted later
@@ -23,50 +22,20 @@ pub fn refuse_on_replica(call: &Call) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// The key's recorded value, if it is a snowflake key; `Ok(None)` if it is empty.
-fn snowflake_value(key: &Key) -> Result<Option<NonNull<SnowflakeKey>>, Refusal> {
-    match key.kind() {
-        KeyKind::Empty => Ok(None),
-        KeyKind::Module(kind) if kind == raw_type() => Ok(key.module_value::<SnowflakeKey>()),
-        _ => Err(wrong_type()),
-    }
-}
-
-/// Writes `record` as the key's record, creating the key if needed.
-fn record(
-    key: &Key,
-    existing: Option<NonNull<SnowflakeKey>>,
-    record: KeyRecord,
-    last_issued: Option<u64>,
-) -> Result<(), Refusal> {
-    let value = SnowflakeKey {
-        record,
-        last_issued,
-    };
-    match existing {
-        // SAFETY: the value belongs to the open key and nothing else refers to it now.
-        Some(mut current) => unsafe { *current.as_mut() = value },
-        None => key.set_module_value(raw_type(), Box::new(value))?,
-    }
-    Ok(())
-}
-
 /// `SNOWFLAKE.NEXT key [COUNT n] [SHARD s]`
 pub fn next(call: &Call) -> Result<(), Refusal> {
     let key_name = call.arg(1);
     let [count, shard] = parse_options(call, "SNOWFLAKE.NEXT", 2, [&COUNT, &SHARD])?;
     refuse_on_replica(call)?;
     let config = state::config();
-    let key = call.open_key(key_name, true);
-    let existing = snowflake_value(&key)?;
-    // SAFETY: the value belongs to the open key.
-    let state = existing.map_or(KeyState::default(), |value| {
-        let value = unsafe { value.as_ref() };
-        KeyState {
-            record: Some(value.record),
-            last_issued: value.last_issued,
-        }
-    });
+    // Opened for reading: most calls issue within the key's bound as its owner and change
+    // only the in-memory last ID, which is not data (not saved, replicated or digested), so
+    // Redis need not learn of a change. A call that extends the bound reopens it to write.
+    let mut key = call.open_key(key_name, Access::Read);
+    let value = key.value_mut::<SnowflakeKey>()?;
+    let state = value
+        .as_deref()
+        .map_or(KeyState::default(), SnowflakeKey::state);
     let now = clock::now();
     let (issue, pacing) = state::with_sequence(|sequence| {
         let issue = sequence.issue_for_key(
@@ -86,17 +55,22 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
     })?;
     let batch = issue.batch;
     pacing::observe(pacing, batch.last.time_ms, now);
-    match (issue.extend, existing) {
+    let last_issued = Some(batch.last_id());
+    match issue.extend {
         // Within the key's bound, as its owner: only the in-memory last ID changes. Nothing
         // is written to the dataset, replicas or the AOF.
-        // SAFETY: the value belongs to the open key and nothing else refers to it now.
-        (None, Some(mut value)) => unsafe { value.as_mut().last_issued = Some(batch.last_id()) },
-        (extend, _) => {
-            let extended = extend.unwrap_or_else(|| KeyRecord {
-                bound: batch.last_id(),
-                owner: state::incarnation(),
-            });
-            record(&key, existing, extended, Some(batch.last_id()))?;
+        None => {
+            if let Some(value) = value {
+                value.last_issued = last_issued;
+            }
+        }
+        Some(extended) => {
+            drop(key);
+            let mut key = call.open_key(key_name, Access::Write);
+            key.store(SnowflakeKey {
+                record: extended,
+                last_issued,
+            })?;
             drop(key);
             // The bound reaches replicas and the AOF before any ID under it is answered.
             call.replicate_key_values(
@@ -127,10 +101,9 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
 
 /// `SNOWFLAKE.BOUND key`: the key's bound (every ID issued for it is at most this), or nil.
 pub fn bound(call: &Call) -> Result<(), Refusal> {
-    let key = call.open_key(call.arg(1), false);
-    match snowflake_value(&key)? {
-        // SAFETY: the value belongs to the open key.
-        Some(value) => call.reply_id(unsafe { value.as_ref().record.bound }),
+    let key = call.open_key(call.arg(1), Access::Read);
+    match key.value::<SnowflakeKey>()? {
+        Some(value) => call.reply_id(value.record.bound),
         None => call.reply_null(),
     }
     Ok(())
@@ -172,31 +145,18 @@ pub fn set_bound(call: &Call) -> Result<(), Refusal> {
         }
     };
     refuse_on_replica(call)?;
-    let key = call.open_key(key_name, true);
-    let existing = snowflake_value(&key)?;
-    if from_client {
-        // SAFETY: the value belongs to the open key.
-        if let Some(current) = existing.map(|value| unsafe { value.as_ref().record.bound }) {
-            if bound <= current {
-                return Err(Refusal::new(
-                    "ERR",
-                    format!("SNOWFLAKE.SETBOUND only moves a key's bound forward; it is {current}"),
-                ));
-            }
-        }
+    let mut key = call.open_key(key_name, Access::Write);
+    let current = key.value::<SnowflakeKey>()?.map(|value| value.record.bound);
+    if let Some(current) = current.filter(|&current| from_client && bound <= current) {
+        return Err(Refusal::new(
+            "ERR",
+            format!("SNOWFLAKE.SETBOUND only moves a key's bound forward; it is {current}"),
+        ));
     }
     // Replayed from the AOF or the master: raise the floor whatever the clock says, since
     // IDs up to the bound may exist. From a client: refuse a bound too far ahead.
-    if !raise_floor_for(bound, from_client) {
-        return Err(Refusal::new(
-            "DRIFT",
-            format!(
-                "bound {bound} is more than idgen.max-drift-ms ({} ms) ahead of this server's clock",
-                config.max_drift_ms
-            ),
-        ));
-    }
-    record(&key, existing, KeyRecord { bound, owner }, None)?;
+    state::with_sequence(|sequence| sequence.accept_bound(bound, clock::now(), from_client))?;
+    key.store(SnowflakeKey::from_record(KeyRecord { bound, owner }))?;
     drop(key);
     call.replicate_key_values(c"SNOWFLAKE.SETBOUND", key_name, bound as i64, owner as i64);
     call.reply_simple(c"OK");

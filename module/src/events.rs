@@ -2,29 +2,18 @@
 //! instance's segment values first), and promotion of this instance to master.
 
 use std::ffi::{c_int, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use idgen_core::parse_redis_integer;
 use redis_module::{raw, Context};
 
 use crate::string_scan::EventContext;
-use crate::{counters, segment_marks, state};
+use crate::{counters, guard, segment_marks, state};
 
 /// The role-changed subevent meaning "this instance is now a master".
 const NOW_MASTER: u64 = 0;
 
 /// The most digits (with a sign) an `i64` has: longer strings cannot be counters.
 const MAX_INTEGER_LEN: usize = 20;
-
-/// Runs an event handler so that a panic (a bug) is logged instead of unwinding into Redis.
-fn guarded(ctx: *mut raw::RedisModuleCtx, what: &str, handler: impl FnOnce()) {
-    if catch_unwind(AssertUnwindSafe(handler)).is_err() {
-        Context::new(ctx).log_warning(&format!(
-            "idgen hit an internal error while handling {what} (a bug: please report it with \
-             this log); the server keeps running"
-        ));
-    }
-}
 
 /// # Safety
 /// Called by Redis only, for the role-changed event, with its own event context.
@@ -34,7 +23,7 @@ unsafe extern "C" fn on_role_changed(
     subevent: u64,
     _data: *mut c_void,
 ) {
-    guarded(ctx, "a promotion", || {
+    guard::or_log("handling a promotion", (), || {
         if subevent != NOW_MASTER {
             return;
         }
@@ -60,7 +49,7 @@ unsafe extern "C" fn on_flush(
     subevent: u64,
     _data: *mut c_void,
 ) {
-    guarded(ctx, "a flush", || {
+    guard::or_log("handling a flush", (), || {
         // SAFETY: ctx is this flush event's context.
         let event = unsafe { EventContext::new(ctx) };
         // A replica's data is flushed when a full sync from its master begins (or the

@@ -5,9 +5,28 @@
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_longlong, CStr, CString};
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use redis_module::raw;
+
+use crate::key::{Access, Key};
+
+/// An argument of the running command: a Redis string that lives as long as the call.
+#[derive(Clone, Copy)]
+pub struct Arg<'call> {
+    string: NonNull<raw::RedisModuleString>,
+    _call: PhantomData<&'call Call>,
+}
+
+impl<'call> Arg<'call> {
+    /// The argument's bytes.
+    pub fn bytes(self) -> &'call [u8] {
+        // SAFETY: an `Arg` is made only from the running call's argv (`Call::arg`), whose
+        // strings live unchanged for the call.
+        unsafe { string_bytes(self.string) }
+    }
+}
 
 /// The context of one command call.
 pub struct Call {
@@ -63,24 +82,30 @@ impl Call {
         self.argc
     }
 
-    /// The raw string of argument `index` (which must be below `argc`).
-    pub fn arg(&self, index: usize) -> *mut raw::RedisModuleString {
+    /// Argument `index` (which must be below `argc`; a larger index panics, and the panic
+    /// is answered as an internal error).
+    pub fn arg(&self, index: usize) -> Arg<'_> {
         assert!(index < self.argc, "argument {index} of {}", self.argc);
         // SAFETY: Redis guarantees argv holds argc valid strings for the call's duration.
-        unsafe { *self.argv.add(index) }
+        let string = unsafe { *self.argv.add(index) };
+        Arg {
+            string: NonNull::new(string).expect("Redis passes non-null arguments"),
+            _call: PhantomData,
+        }
     }
 
     /// The bytes of argument `index`.
     pub fn arg_bytes(&self, index: usize) -> &[u8] {
-        string_bytes(self.arg(index))
+        self.arg(index).bytes()
     }
 
     /// Argument `index` as an integer, using Redis's own strict parser.
     pub fn arg_integer(&self, index: usize) -> Option<i64> {
         let mut value: c_longlong = 0;
         // SAFETY: the argument is a valid RedisModuleString for the call's duration.
-        let status =
-            unsafe { raw::RedisModule_StringToLongLong.unwrap()(self.arg(index), &mut value) };
+        let status = unsafe {
+            raw::RedisModule_StringToLongLong.unwrap()(self.arg(index).string.as_ptr(), &mut value)
+        };
         (status == raw::REDISMODULE_OK as c_int).then_some(value)
     }
 
@@ -131,54 +156,35 @@ impl Call {
         self.flags() & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0
     }
 
-    /// Opens `key` (an argument of this call) for reading, and for writing if `writable`.
-    pub fn open_key(&self, key: *mut raw::RedisModuleString, writable: bool) -> Key {
-        let mode = if writable {
-            raw::REDISMODULE_READ | raw::REDISMODULE_WRITE
-        } else {
-            raw::REDISMODULE_READ
-        } as c_int;
-        // SAFETY: ctx and key are valid for the call; the handle is closed on drop.
-        let handle = unsafe { raw::RedisModule_OpenKey.unwrap()(self.ctx, key, mode) };
-        Key {
-            handle: handle.cast(),
-        }
+    /// Opens the key named by `name`, an argument of this call.
+    pub fn open_key(&self, name: Arg<'_>, access: Access) -> Key<'_> {
+        // SAFETY: ctx is the running command's; `name` is one of its arguments.
+        unsafe { Key::open(self.ctx, name.string, access) }
     }
 
     /// Propagates `command key value` to replicas and the AOF, in place of this call.
-    pub fn replicate_key_value(
-        &self,
-        command: &CStr,
-        key: *mut raw::RedisModuleString,
-        value: i64,
-    ) {
+    pub fn replicate_key_value(&self, command: &CStr, key: Arg<'_>, value: i64) {
         // SAFETY: format "sl" takes a RedisModuleString and a long long, given in order.
         unsafe {
             raw::RedisModule_Replicate.unwrap()(
                 self.ctx,
                 command.as_ptr(),
                 c"sl".as_ptr(),
-                key,
+                key.string.as_ptr(),
                 value as c_longlong,
             );
         }
     }
 
     /// Propagates `command key first second` to replicas and the AOF, in place of this call.
-    pub fn replicate_key_values(
-        &self,
-        command: &CStr,
-        key: *mut raw::RedisModuleString,
-        first: i64,
-        second: i64,
-    ) {
+    pub fn replicate_key_values(&self, command: &CStr, key: Arg<'_>, first: i64, second: i64) {
         // SAFETY: format "sll" takes a RedisModuleString and two long longs, given in order.
         unsafe {
             raw::RedisModule_Replicate.unwrap()(
                 self.ctx,
                 command.as_ptr(),
                 c"sll".as_ptr(),
-                key,
+                key.string.as_ptr(),
                 first as c_longlong,
                 second as c_longlong,
             );
@@ -186,14 +192,14 @@ impl Call {
     }
 
     /// Fires a keyspace notification `event` of `class` for `key`.
-    pub fn notify(&self, class: raw::NotifyEvent, event: &CStr, key: *mut raw::RedisModuleString) {
+    pub fn notify(&self, class: raw::NotifyEvent, event: &CStr, key: Arg<'_>) {
         // SAFETY: all pointers are valid for the call.
         unsafe {
             raw::RedisModule_NotifyKeyspaceEvent.unwrap()(
                 self.ctx,
                 class.bits(),
                 event.as_ptr(),
-                key,
+                key.string.as_ptr(),
             );
         }
     }
@@ -244,7 +250,7 @@ impl Call {
 }
 
 /// Room for the decimal digits of any u64, or of any i64 with its sign.
-fn itoa_buffer() -> [u8; 21] {
+pub fn itoa_buffer() -> [u8; 21] {
     [0; 21]
 }
 
@@ -254,7 +260,7 @@ fn format_u64(buffer: &mut [u8; 21], value: u64) -> &str {
 }
 
 /// Writes `value` in decimal into the end of `buffer` without allocating.
-fn format_i64(buffer: &mut [u8; 21], value: i64) -> &str {
+pub fn format_i64(buffer: &mut [u8; 21], value: i64) -> &str {
     format_decimal(buffer, value < 0, value.unsigned_abs())
 }
 
@@ -277,121 +283,15 @@ fn format_decimal(buffer: &mut [u8; 21], negative: bool, mut magnitude: u64) -> 
 }
 
 /// The bytes of a Redis string.
-pub fn string_bytes<'a>(string: *const raw::RedisModuleString) -> &'a [u8] {
+///
+/// # Safety
+/// `string` must be a valid Redis string that lives, unchanged, for `'a`.
+unsafe fn string_bytes<'a>(string: NonNull<raw::RedisModuleString>) -> &'a [u8] {
     let mut len = 0;
-    let ptr = raw::string_ptr_len(string, &mut len);
+    let ptr = raw::string_ptr_len(string.as_ptr(), &mut len);
     if ptr.is_null() {
         return &[];
     }
     // SAFETY: Redis returns a pointer to `len` bytes that live as long as the string.
     unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
-}
-
-/// What a key holds.
-pub enum KeyKind {
-    /// Nothing.
-    Empty,
-    /// A Redis string.
-    String,
-    /// A value of a module type; the pointer is the type's identity.
-    Module(*mut raw::RedisModuleType),
-    /// Any other Redis type.
-    Other,
-}
-
-/// An open key, closed when dropped.
-pub struct Key {
-    handle: *mut raw::RedisModuleKey,
-}
-
-impl Key {
-    /// What the key holds.
-    pub fn kind(&self) -> KeyKind {
-        // SAFETY: the handle is open.
-        let kind = unsafe { raw::RedisModule_KeyType.unwrap()(self.handle) };
-        match kind as isize {
-            raw::REDISMODULE_KEYTYPE_EMPTY => KeyKind::Empty,
-            raw::REDISMODULE_KEYTYPE_STRING => KeyKind::String,
-            raw::REDISMODULE_KEYTYPE_MODULE => {
-                // SAFETY: the key holds a module value.
-                KeyKind::Module(unsafe { raw::RedisModule_ModuleTypeGetType.unwrap()(self.handle) })
-            }
-            _ => KeyKind::Other,
-        }
-    }
-
-    /// The bytes of a string key.
-    pub fn string_value(&self) -> &[u8] {
-        let mut len = 0;
-        let ptr = raw::string_dma(self.handle, &mut len, raw::KeyMode::READ);
-        if ptr.is_null() {
-            return &[];
-        }
-        // SAFETY: DMA returns `len` readable bytes valid until the key is modified or closed.
-        unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
-    }
-
-    /// Replaces the key's value with the integer `value` as a Redis string (like SET, this
-    /// drops any TTL).
-    ///
-    /// The digits are written into the string in place (truncate, then direct access) rather
-    /// than with `RedisModule_StringSet`, which deletes the key and adds a new one: that
-    /// costs about 2,000 instructions a call, more than `INCR` does in all.
-    pub fn set_integer(&self, value: i64) -> Result<(), Refusal> {
-        let mut buffer = itoa_buffer();
-        let digits = format_i64(&mut buffer, value).as_bytes();
-        let failed = || Refusal::new("ERR", "could not write the key");
-        // SAFETY: the handle is open for writing; StringTruncate makes the key a string of
-        // exactly `digits.len()` bytes (creating it if empty), and DMA then points at those
-        // bytes until the key is closed.
-        unsafe {
-            let status = raw::RedisModule_StringTruncate.unwrap()(self.handle, digits.len());
-            if status != raw::REDISMODULE_OK as c_int {
-                return Err(failed());
-            }
-            let mut len = 0;
-            let target = raw::string_dma(self.handle, &mut len, raw::KeyMode::WRITE);
-            if target.is_null() || len != digits.len() {
-                return Err(failed());
-            }
-            std::ptr::copy_nonoverlapping(digits.as_ptr(), target.cast::<u8>(), len);
-            if raw::RedisModule_GetExpire.unwrap()(self.handle) != raw::REDISMODULE_NO_EXPIRE.into()
-            {
-                raw::RedisModule_SetExpire.unwrap()(self.handle, raw::REDISMODULE_NO_EXPIRE.into());
-            }
-        }
-        Ok(())
-    }
-
-    /// The module value of a key that holds `module_type` (checked by the caller).
-    pub fn module_value<T>(&self) -> Option<NonNull<T>> {
-        // SAFETY: the handle is open; the caller checked the type.
-        NonNull::new(unsafe { raw::RedisModule_ModuleTypeGetValue.unwrap()(self.handle) }.cast())
-    }
-
-    /// Stores a new module value; Redis owns it from now on and frees it with the type's
-    /// free callback.
-    pub fn set_module_value<T>(
-        &self,
-        module_type: *mut raw::RedisModuleType,
-        value: Box<T>,
-    ) -> Result<(), Refusal> {
-        let ptr = Box::into_raw(value);
-        // SAFETY: the key is open for writing; on failure we take the box back.
-        let status = unsafe {
-            raw::RedisModule_ModuleTypeSetValue.unwrap()(self.handle, module_type, ptr.cast())
-        };
-        if status != raw::REDISMODULE_OK as c_int {
-            // SAFETY: Redis did not take ownership.
-            drop(unsafe { Box::from_raw(ptr) });
-            return Err(Refusal::new("ERR", "could not write the key"));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Key {
-    fn drop(&mut self) {
-        raw::close_key(self.handle);
-    }
 }

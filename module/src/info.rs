@@ -5,10 +5,18 @@ use std::ffi::c_int;
 use idgen_core::utc::{format_date, format_unix_ms};
 use redis_module::raw;
 
-use crate::{clock, counters, pacing, segment_marks, state, warnings};
+use crate::{clock, counters, guard, pacing, segment_marks, state, warnings};
 
 /// Redis calls this for `INFO`, `INFO idgen`, `INFO modules` and crash reports.
+///
+/// # Safety
+/// Called by Redis only, with the INFO context of the command (or crash report) running.
 pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+    guard::or_log("writing INFO idgen", (), || add_fields(ctx));
+}
+
+/// Adds the section's fields to `ctx`, an INFO context valid for the call.
+fn add_fields(ctx: *mut raw::RedisModuleInfoCtx) {
     let config = state::config();
     let layout = &config.layout;
     let text = |name: &str, value: &str| raw::add_info_field_str(ctx, name, value);

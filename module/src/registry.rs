@@ -69,6 +69,9 @@ fn dispatch(
 
 macro_rules! entry_point {
     ($name:ident, $arity:expr, $handler:path) => {
+        /// # Safety
+        /// Called by Redis only, for this command, with the call's context and arguments
+        /// (`dispatch` guards the handler against panics).
         unsafe extern "C" fn $name(
             ctx: *mut raw::RedisModuleCtx,
             argv: *mut *mut raw::RedisModuleString,

@@ -15,9 +15,10 @@ use std::ffi::{c_int, c_void};
 
 use redis_module::{native_types::RedisType, raw};
 
-use idgen_core::KeyRecord;
+use idgen_core::{KeyRecord, KeyState};
 
-use crate::{clock, segment_marks, state};
+use crate::key::ModuleValue;
+use crate::{clock, guard, segment_marks, state};
 
 /// What a snowflake key holds.
 #[derive(Debug, Clone, Copy)]
@@ -73,139 +74,196 @@ pub static SNOWFLAKE_TYPE: RedisType = RedisType::new(
     },
 );
 
-/// The raw type handle, for type checks and new values.
-pub fn raw_type() -> *mut raw::RedisModuleType {
-    *SNOWFLAKE_TYPE.raw_type.borrow()
+// SAFETY: the `snowflake` type's values are only ever `Box<SnowflakeKey>` pointers: made by
+// `Key::store` and by `rdb_load`/`copy` below with `Box::into_raw`, freed by `free` below as
+// a box.
+unsafe impl ModuleValue for SnowflakeKey {
+    fn registered() -> *mut raw::RedisModuleType {
+        *SNOWFLAKE_TYPE.raw_type.borrow()
+    }
 }
 
-/// Makes sure nothing at or before `id`'s millisecond is issued again by this
-/// instance. With `check_drift`, refuses (returns false, changing nothing) when that
-/// millisecond is more than the drift bound ahead of the wall clock.
-pub fn raise_floor_for(id: u64, check_drift: bool) -> bool {
-    let config = state::config();
-    let time_ms = config.layout.time_of(id);
-    let wall_ms = clock::wall_unix_ms().saturating_sub(config.layout.epoch_unix_ms);
-    if check_drift && time_ms > wall_ms.saturating_add(config.max_drift_ms) {
-        return false;
+impl SnowflakeKey {
+    /// The key as the issuing rule sees it.
+    pub fn state(&self) -> KeyState {
+        KeyState {
+            record: Some(self.record),
+            last_issued: self.last_issued,
+        }
     }
-    state::with_sequence(|sequence| sequence.raise_floor(time_ms, clock::monotonic_ms()));
-    true
+}
+
+/// The value behind a pointer Redis passes to a type callback.
+///
+/// # Safety
+/// `value` must be a value of the `snowflake` type (a live `Box<SnowflakeKey>` pointer; see
+/// the `ModuleValue` impl) that Redis keeps alive and unchanged for `'a`.
+unsafe fn key_at<'a>(value: *const c_void) -> &'a SnowflakeKey {
+    // SAFETY: the caller's contract.
+    unsafe { &*value.cast::<SnowflakeKey>() }
 }
 
 /// The first encoding whose aux record carries remembered segment values.
 const AUX_WITH_SEGMENT_MARKS: c_int = 1;
 
+/// # Safety
+/// Called by Redis only, while it writes an RDB file or stream, with that file's IO handle.
 unsafe extern "C" fn aux_save(rdb: *mut raw::RedisModuleIO, _when: c_int) {
-    let last_time_ms = state::with_sequence(|sequence| {
-        sequence
-            .last_position()
-            .map_or(0, |position| position.time_ms)
+    guard::or_log("saving the snowflake position to RDB", (), || {
+        let last_time_ms = state::with_sequence(|sequence| {
+            sequence
+                .last_position()
+                .map_or(0, |position| position.time_ms)
+        });
+        raw::save_unsigned(rdb, last_time_ms);
+        let marks = segment_marks::snapshot();
+        raw::save_unsigned(rdb, marks.len() as u64);
+        for (db, key, value) in marks {
+            raw::save_signed(rdb, i64::from(db));
+            raw::save_slice(rdb, &key);
+            raw::save_signed(rdb, value);
+        }
     });
-    raw::save_unsigned(rdb, last_time_ms);
-    let marks = segment_marks::snapshot();
-    raw::save_unsigned(rdb, marks.len() as u64);
-    for (db, key, value) in marks {
-        raw::save_signed(rdb, i64::from(db));
-        raw::save_slice(rdb, &key);
-        raw::save_signed(rdb, value);
-    }
 }
 
+/// # Safety
+/// Called by Redis only, while it loads an RDB file or stream, with that file's IO handle.
 unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, _when: c_int) -> c_int {
+    let failed = raw::REDISMODULE_ERR as c_int;
     if !(0..=ENCODING_VERSION).contains(&encver) {
-        return raw::REDISMODULE_ERR as c_int;
+        return failed;
     }
-    let loaded = (|| -> Result<(), redis_module::error::Error> {
-        let last_time_ms = raw::load_unsigned(rdb)?;
-        // The instance's own saved position, or its master's in a full sync: either way
-        // IDs up to it exist, so they must not be issued again, whatever the clock says.
-        state::with_sequence(|sequence| sequence.raise_floor(last_time_ms, clock::monotonic_ms()));
-        if encver >= AUX_WITH_SEGMENT_MARKS {
-            // Only values of this instance's own class mean anything to it: a master's
-            // remembered values, arriving in a full sync, are of the master's class.
-            let identity = state::config().identity;
-            for _ in 0..raw::load_unsigned(rdb)? {
-                let db = raw::load_signed(rdb)?;
-                let key = raw::load_string_buffer(rdb)?;
-                let value = raw::load_signed(rdb)?;
-                if let (Ok(db), true) = (i32::try_from(db), identity.owns(value)) {
-                    segment_marks::remember(db, key.as_ref(), value);
+    guard::or_log("loading the snowflake position from RDB", failed, || {
+        let loaded = (|| -> Result<(), redis_module::error::Error> {
+            let last_time_ms = raw::load_unsigned(rdb)?;
+            // The instance's own saved position, or its master's in a full sync: either way
+            // IDs up to it exist, so they must not be issued again, whatever the clock says.
+            state::with_sequence(|sequence| {
+                sequence.raise_floor(last_time_ms, clock::monotonic_ms())
+            });
+            if encver >= AUX_WITH_SEGMENT_MARKS {
+                // Only values of this instance's own class mean anything to it: a master's
+                // remembered values, arriving in a full sync, are of the master's class.
+                let identity = state::config().identity;
+                for _ in 0..raw::load_unsigned(rdb)? {
+                    let db = raw::load_signed(rdb)?;
+                    let key = raw::load_string_buffer(rdb)?;
+                    let value = raw::load_signed(rdb)?;
+                    if let (Ok(db), true) = (i32::try_from(db), identity.owns(value)) {
+                        segment_marks::remember(db, key.as_ref(), value);
+                    }
                 }
             }
+            Ok(())
+        })();
+        match loaded {
+            Ok(()) => raw::REDISMODULE_OK as c_int,
+            Err(_) => failed,
         }
-        Ok(())
-    })();
-    match loaded {
-        Ok(()) => raw::REDISMODULE_OK as c_int,
-        Err(_) => raw::REDISMODULE_ERR as c_int,
-    }
+    })
 }
 
+/// # Safety
+/// Called by Redis only, while it loads a `snowflake` key, with the file's IO handle. The
+/// pointer returned becomes the key's value (a `Box<SnowflakeKey>`), or null for a failure.
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     if !(0..=ENCODING_VERSION).contains(&encver) {
         return std::ptr::null_mut();
     }
-    let Ok(bound) = raw::load_unsigned(rdb) else {
-        return std::ptr::null_mut();
-    };
-    let owner = if encver >= KEY_WITH_OWNER {
-        match raw::load_unsigned(rdb) {
-            Ok(owner) => owner,
-            Err(_) => return std::ptr::null_mut(),
-        }
-    } else {
-        0 // an older file's last ID: a bound nobody owns
-    };
-    Box::into_raw(Box::new(SnowflakeKey::from_record(KeyRecord {
-        bound,
-        owner,
-    })))
-    .cast()
+    guard::or_log("loading a snowflake key", std::ptr::null_mut(), || {
+        let Ok(bound) = raw::load_unsigned(rdb) else {
+            return std::ptr::null_mut();
+        };
+        let owner = if encver >= KEY_WITH_OWNER {
+            match raw::load_unsigned(rdb) {
+                Ok(owner) => owner,
+                Err(_) => return std::ptr::null_mut(),
+            }
+        } else {
+            0 // an older file's last ID: a bound nobody owns
+        };
+        Box::into_raw(Box::new(SnowflakeKey::from_record(KeyRecord {
+            bound,
+            owner,
+        })))
+        .cast()
+    })
 }
 
+/// # Safety
+/// Called by Redis only, with a `snowflake` value and the RDB file's IO handle.
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    let record = (*value.cast::<SnowflakeKey>()).record;
-    raw::save_unsigned(rdb, record.bound);
-    raw::save_unsigned(rdb, record.owner);
+    // SAFETY: Redis passes a value of this type, alive for the callback.
+    let record = unsafe { key_at(value) }.record;
+    guard::or_log("saving a snowflake key", (), || {
+        raw::save_unsigned(rdb, record.bound);
+        raw::save_unsigned(rdb, record.owner);
+    });
 }
 
+/// # Safety
+/// Called by Redis only, during an AOF rewrite, with the key's name, its `snowflake` value
+/// and the AOF's IO handle.
 unsafe extern "C" fn aof_rewrite(
     aof: *mut raw::RedisModuleIO,
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
 ) {
-    let record = (*value.cast::<SnowflakeKey>()).record;
-    raw::RedisModule_EmitAOF.unwrap()(
-        aof,
-        c"SNOWFLAKE.SETBOUND".as_ptr(),
-        c"sll".as_ptr(),
-        key,
-        record.bound as std::ffi::c_longlong,
-        record.owner as std::ffi::c_longlong,
-    );
+    // SAFETY: Redis passes a value of this type, alive for the callback.
+    let record = unsafe { key_at(value) }.record;
+    // SAFETY: format "sll" takes a Redis string and two long longs, given in order; the
+    // pointers are the ones Redis passed.
+    unsafe {
+        raw::RedisModule_EmitAOF.unwrap()(
+            aof,
+            c"SNOWFLAKE.SETBOUND".as_ptr(),
+            c"sll".as_ptr(),
+            key,
+            record.bound as std::ffi::c_longlong,
+            record.owner as std::ffi::c_longlong,
+        );
+    }
 }
 
+/// # Safety
+/// Called by Redis only (`MEMORY USAGE`); the value is not read.
 unsafe extern "C" fn mem_usage(_value: *const c_void) -> usize {
     std::mem::size_of::<SnowflakeKey>()
 }
 
+/// # Safety
+/// Called by Redis only (`DEBUG DIGEST`), with a `snowflake` value and a digest handle.
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     // The record only: the owner's in-memory last ID is not data replicas have.
-    let record = (*value.cast::<SnowflakeKey>()).record;
-    raw::RedisModule_DigestAddLongLong.unwrap()(md, record.bound as std::ffi::c_longlong);
-    raw::RedisModule_DigestAddLongLong.unwrap()(md, record.owner as std::ffi::c_longlong);
-    raw::RedisModule_DigestEndSequence.unwrap()(md);
+    // SAFETY: Redis passes a value of this type, alive for the callback.
+    let record = unsafe { key_at(value) }.record;
+    // SAFETY: md is the digest Redis passed, valid for the callback.
+    unsafe {
+        raw::RedisModule_DigestAddLongLong.unwrap()(md, record.bound as std::ffi::c_longlong);
+        raw::RedisModule_DigestAddLongLong.unwrap()(md, record.owner as std::ffi::c_longlong);
+        raw::RedisModule_DigestEndSequence.unwrap()(md);
+    }
 }
 
+/// # Safety
+/// Called by Redis only, once, when a `snowflake` value is deleted: the value is a
+/// `Box<SnowflakeKey>` pointer nobody uses afterwards. Dropping it cannot panic (plain data).
 unsafe extern "C" fn free(value: *mut c_void) {
-    drop(Box::from_raw(value.cast::<SnowflakeKey>()));
+    // SAFETY: see above; the pointer came from `Box::into_raw` (the `ModuleValue` impl).
+    drop(unsafe { Box::from_raw(value.cast::<SnowflakeKey>()) });
 }
 
+/// # Safety
+/// Called by Redis only (`COPY`), with a `snowflake` value; the pointer returned becomes
+/// the copy's value.
 unsafe extern "C" fn copy(
     _from: *mut raw::RedisModuleString,
     _to: *mut raw::RedisModuleString,
     value: *const c_void,
 ) -> *mut c_void {
-    let key = *value.cast::<SnowflakeKey>();
-    Box::into_raw(Box::new(key)).cast()
+    // SAFETY: Redis passes a value of this type, alive for the callback.
+    let key = *unsafe { key_at(value) };
+    guard::or_log("copying a snowflake key", std::ptr::null_mut(), || {
+        Box::into_raw(Box::new(key)).cast()
+    })
 }

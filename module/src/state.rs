@@ -40,14 +40,23 @@ pub fn install(config: Config, now: Now) {
 }
 
 /// The configuration the module was loaded with.
+///
+/// There is no default identity: asking before `install` is a bug, and panics (every entry
+/// point from Redis catches it and answers or logs an internal error) rather than issue
+/// IDs as step 1, offset 0.
 pub fn config() -> &'static Config {
-    CONFIG.get_or_init(Config::default)
+    CONFIG
+        .get()
+        .expect("the idgen configuration is read before the module installed it")
 }
 
-/// Runs `f` on the instance's snowflake sequence.
+/// Runs `f` on the instance's snowflake sequence (installed at load; see `config` for
+/// what happens before).
 pub fn with_sequence<R>(f: impl FnOnce(&mut SnowflakeSequence) -> R) -> R {
     let mut guard = lock_sequence();
-    let sequence = guard.get_or_insert_with(|| SnowflakeSequence::new(*config()));
+    let sequence = guard
+        .as_mut()
+        .expect("the snowflake sequence is used before the module installed it");
     f(sequence)
 }
 
