@@ -37,13 +37,14 @@ use snowflake_type::SNOWFLAKE_TYPE;
 /// Runs after Redis has applied config-file values: applies the module arguments, checks
 /// the result, then registers the commands.
 fn on_load(ctx: &Context, args: &[RedisString]) -> Status {
-    match load(ctx, args) {
+    // Called from the macro's `RedisModule_OnLoad`: a panic must not unwind into Redis.
+    guard::or_log("loading", Status::Err, || match load(ctx, args) {
         Ok(()) => Status::Ok,
         Err(reason) => {
             ctx.log_warning(&format!("refusing to load: {reason}"));
             Status::Err
         }
-    }
+    })
 }
 
 fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
