@@ -1,5 +1,6 @@
 //! Runs commands against the servers: round-robin with failover over independent nodes,
-//! or routed by key in a cluster, retrying through a cluster failover.
+//! routed by key in a cluster, or to the master Sentinel names, retrying through a
+//! failover.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,6 +14,7 @@ use crate::connection::{
 use crate::error::{Error, Result};
 use crate::identity_guard::IdentityGuard;
 use crate::metrics::Metrics;
+use crate::sentinel::SentinelMaster;
 use crate::settings::Settings;
 
 /// One independent node and its pool.
@@ -133,13 +135,13 @@ impl Cluster {
     pub(crate) fn new(seeds: &[ConnectionInfo], settings: &Settings) -> Result<Self> {
         Ok(Cluster {
             pool: cluster_pool(ClusterConnector::new(seeds, settings)?, settings),
-            retry_for: settings.cluster_retry_for,
+            retry_for: settings.failover_retry_for,
         })
     }
 
     /// Runs `cmd`, routed by key. redis-rs retries through failovers and resharding (see
     /// `ClusterConnector`); what is left here is the module's own "retry in a moment": a
-    /// DRIFT refusal is tried again, every 100 ms, until `cluster_retry_for` has passed.
+    /// DRIFT refusal is tried again, every 100 ms, until `failover_retry_for` has passed.
     async fn run<T: FromRedisValue>(&self, cmd: &Cmd, metrics: &Metrics) -> Result<T> {
         let deadline = Instant::now() + self.retry_for;
         loop {
@@ -176,6 +178,8 @@ impl Cluster {
 pub(crate) enum Backend {
     Nodes(NodeSet),
     Cluster(Cluster),
+    /// Boxed: its Sentinel client is large beside the other variants.
+    Sentinel(Box<SentinelMaster>),
 }
 
 impl Backend {
@@ -183,6 +187,7 @@ impl Backend {
         match self {
             Backend::Nodes(nodes) => nodes.run(cmd, metrics).await,
             Backend::Cluster(cluster) => cluster.run(cmd, metrics).await,
+            Backend::Sentinel(master) => master.run(cmd, metrics).await,
         }
     }
 }

@@ -4,17 +4,15 @@ use std::sync::Arc;
 
 use idgen_core::{DecodedId, SegmentRange};
 
-use redis::ConnectionInfo;
-
 use crate::backend::{Backend, Cluster, Node, NodeSet};
 use crate::cluster_discovery;
-use crate::connection::short_connection;
-use crate::deployment::{check, Deployment, NodeIdentity};
+use crate::deployment::{check, Deployment};
 use crate::error::{Error, Result};
 use crate::identity;
 use crate::identity_guard::IdentityGuard;
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::segment::SegmentBuffer;
+use crate::sentinel::SentinelMaster;
 use crate::settings::{SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
 use crate::snowflake_cache::SnowflakeCache;
 
@@ -54,7 +52,7 @@ impl Client {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn connect(topology: Topology) -> Result<Client> {
+    pub async fn connect(topology: impl Into<Topology>) -> Result<Client> {
         Client::connect_with(topology, Settings::default()).await
     }
 
@@ -63,12 +61,17 @@ impl Client {
     /// share an offset. Unreachable nodes are skipped (and tried again on use); at least
     /// one must answer.
     ///
-    /// In `Single` and `Nodes` modes each connection opened later checks its node again: a
-    /// node restarted with another identity, or first reached later with one that does not
-    /// fit, is skipped like a failed node (`tracing` logs why at error level). In `Cluster`
+    /// In `Single`, `Nodes` and `Sentinel` modes each connection opened later checks its
+    /// node again: a node restarted with another identity, or first reached later with one
+    /// that does not fit, is skipped like a failed node (`tracing` logs why at error level).
+    /// Under Sentinel the replicas named after a failover are checked too. In `Cluster`
     /// mode nodes are checked at connect only.
+    pub async fn connect_with(topology: impl Into<Topology>, settings: Settings) -> Result<Client> {
+        Client::connect_to(topology.into(), settings).await
+    }
+
     #[tracing::instrument(level = "debug", skip(settings))]
-    pub async fn connect_with(topology: Topology, settings: Settings) -> Result<Client> {
+    async fn connect_to(topology: Topology, settings: Settings) -> Result<Client> {
         let guard = Arc::new(IdentityGuard::default());
         let (backend, members) = match &topology {
             Topology::Single(node) => {
@@ -100,11 +103,24 @@ impl Client {
                 let members = cluster_discovery::members(seeds, &settings).await?;
                 (Backend::Cluster(Cluster::new(seeds, &settings)?), members)
             }
+            Topology::Sentinel(sentinel) => {
+                let master = SentinelMaster::new(sentinel, &settings, guard.clone())?;
+                let members = master.members().await.map_err(|error| {
+                    Error::Deployment(format!(
+                        "the sentinels named no reachable master for '{}': {error}",
+                        sentinel.master_name
+                    ))
+                })?;
+                master.start_with(&members.master)?;
+                let mut nodes = vec![members.master];
+                nodes.extend(members.replicas);
+                (Backend::Sentinel(Box::new(master)), nodes)
+            }
         };
         let mut identities = Vec::new();
         let mut unreachable = Vec::new();
         for member in &members {
-            match read_identity(member, &settings).await {
+            match identity::read(member, &settings).await {
                 Ok(identity) => identities.push(identity),
                 Err(Error::Transport(error)) => {
                     let address = member.addr().to_string();
@@ -311,10 +327,4 @@ impl Client {
     pub fn snowflake_cache(&self, key: &str, options: SnowflakeCacheOptions) -> SnowflakeCache {
         SnowflakeCache::new(self.clone(), key, options)
     }
-}
-
-/// Reads one node's identity over a short-lived connection.
-async fn read_identity(node: &ConnectionInfo, settings: &Settings) -> Result<NodeIdentity> {
-    let (_, mut conn) = short_connection(node, settings).await?;
-    identity::fetch(&mut conn, &node.addr().to_string()).await
 }

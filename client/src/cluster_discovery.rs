@@ -1,8 +1,9 @@
 //! Finding every member of a Redis Cluster (masters and replicas), so that each one's
 //! identity can be checked at connect.
 
-use redis::{ConnectionAddr, ConnectionInfo};
+use redis::ConnectionInfo;
 
+use crate::address;
 use crate::connection::short_connection;
 use crate::error::{Error, Result};
 use crate::settings::Settings;
@@ -28,7 +29,7 @@ pub(crate) async fn members(
             Ok(nodes) => {
                 return parse_cluster_nodes(&nodes)
                     .into_iter()
-                    .map(|(host, port)| member(seed, host, port))
+                    .map(|(host, port)| address::at(seed, "a cluster seed", host, port))
                     .collect()
             }
             Err(Error::Server { code, .. }) if code == "NOPERM" => {
@@ -42,29 +43,6 @@ pub(crate) async fn members(
         }
     }
     Err(last_error.unwrap_or_else(|| Error::InvalidArgument("no cluster seed given".into())))
-}
-
-/// The seed's connection info, pointed at another member.
-fn member(seed: &ConnectionInfo, host: String, port: u16) -> Result<ConnectionInfo> {
-    let addr = match seed.addr() {
-        ConnectionAddr::Tcp(..) => ConnectionAddr::Tcp(host, port),
-        ConnectionAddr::TcpTls {
-            insecure,
-            tls_params,
-            ..
-        } => ConnectionAddr::TcpTls {
-            host,
-            port,
-            insecure: *insecure,
-            tls_params: tls_params.clone(),
-        },
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "a cluster seed must be a TCP address, not {other}"
-            )))
-        }
-    };
-    Ok(seed.clone().set_addr(addr))
 }
 
 /// `(host, port)` of the nodes in a `CLUSTER NODES` reply that are not marked failed.
@@ -104,20 +82,6 @@ e5 :0@0 master,noaddr - 0 0 0 disconnected
                 ("127.0.0.1".to_string(), 7001),
                 ("127.0.0.1".to_string(), 7003)
             ]
-        );
-    }
-
-    #[test]
-    fn members_keep_the_seeds_credentials() {
-        let seed =
-            redis::IntoConnectionInfo::into_connection_info("redis://app:pw@10.0.0.1:7000/3")
-                .unwrap();
-        let other = member(&seed, "10.0.0.2".into(), 7001).unwrap();
-        assert_eq!(other.addr().to_string(), "10.0.0.2:7001");
-        let redis = other.redis_settings();
-        assert_eq!(
-            (redis.username(), redis.password(), redis.db()),
-            (Some("app"), Some("pw"), 3)
         );
     }
 }

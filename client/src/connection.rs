@@ -151,7 +151,7 @@ pub(crate) struct ClusterConnector {
 }
 
 /// Retries redis-rs may make for one cluster call; the call's overall deadline
-/// (`cluster_retry_for`) ends them first in practice.
+/// (`failover_retry_for`) ends them first in practice.
 const CLUSTER_RETRIES: u32 = 64;
 /// Bounds (ms) of redis-rs's jittered backoff between cluster retries: short enough to
 /// notice a promoted replica within a fraction of a second, long enough not to hammer a
@@ -168,7 +168,7 @@ impl ClusterConnector {
         let client = redis::cluster::ClusterClient::builder(seeds.to_vec())
             .connection_timeout(settings.connect_timeout)
             .response_timeout(settings.response_timeout)
-            .overall_response_timeout(Some(settings.cluster_retry_for))
+            .overall_response_timeout(Some(settings.failover_retry_for))
             .retries(CLUSTER_RETRIES)
             .min_retry_wait(min_wait)
             .max_retry_wait(max_wait)

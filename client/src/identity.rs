@@ -3,12 +3,23 @@
 
 use std::collections::HashMap;
 
+use redis::ConnectionInfo;
+
+use crate::connection::short_connection;
 use crate::deployment::NodeIdentity;
 use crate::error::{Error, Result};
+use crate::settings::Settings;
 
 /// The module command that answers a node's identity; keyless and read-only, so an
 /// application's ACL user needs no `CONFIG` (an @admin command) to run the check.
 pub(crate) const IDENTITY_COMMAND: &str = "IDGEN.IDENTITY";
+
+/// Reads one node's identity over a short-lived connection (at connect, and for replicas
+/// Sentinel names later).
+pub(crate) async fn read(node: &ConnectionInfo, settings: &Settings) -> Result<NodeIdentity> {
+    let (_, mut conn) = short_connection(node, settings).await?;
+    fetch(&mut conn, &node.addr().to_string()).await
+}
 
 /// Reads the identity of the node behind `connection`, whose address is `address`.
 pub(crate) async fn fetch<C: redis::aio::ConnectionLike>(

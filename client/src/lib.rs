@@ -44,6 +44,7 @@
 //! at connect, does not fit the deployment) is not used, and an error is logged.
 #![deny(missing_docs, missing_debug_implementations)]
 
+mod address;
 mod backend;
 mod client;
 mod cluster_discovery;
@@ -55,6 +56,7 @@ mod identity_guard;
 mod metrics;
 mod range_slots;
 mod segment;
+mod sentinel;
 mod settings;
 mod snowflake_cache;
 
@@ -64,7 +66,7 @@ pub use error::{Error, Result};
 pub use idgen_core::{DecodedId, Layout, SegmentRange};
 pub use metrics::MetricsSnapshot;
 pub use segment::{NextValue, SegmentBuffer};
-pub use settings::{SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
+pub use settings::{SegmentOptions, SentinelTopology, Settings, SnowflakeCacheOptions, Topology};
 pub use snowflake_cache::SnowflakeCache;
 
 /// The redis-rs crate this client is built on (1.x), so that applications can name its

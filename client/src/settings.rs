@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use redis::{ConnectionInfo, IntoConnectionInfo};
+use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 
 use crate::error::{Error, Result};
 
@@ -20,6 +20,46 @@ pub enum Topology {
     /// A Redis Cluster, given by one or more seed nodes; commands are routed by key, and
     /// every member (masters and replicas) is found through the first seed that answers.
     Cluster(Vec<ConnectionInfo>),
+    /// A master and its replicas managed by Redis Sentinel (boxed, like `Single`). Calls
+    /// go to the master the sentinels name; when it fails, the client asks them again and
+    /// follows the promoted replica.
+    Sentinel(Box<SentinelTopology>),
+}
+
+/// A deployment managed by Redis Sentinel: the master's name as the sentinels know it
+/// (`sentinel monitor <name> …`), the sentinels' addresses, and how to reach the data nodes
+/// they name. Built by [`Topology::sentinel`]; `Debug` shows no password.
+#[derive(Debug, Clone)]
+pub struct SentinelTopology {
+    pub(crate) master_name: String,
+    pub(crate) sentinels: Vec<ConnectionInfo>,
+    pub(crate) data_nodes: ConnectionInfo,
+}
+
+impl SentinelTopology {
+    /// How to reach the data nodes (the master and replicas the sentinels name): the
+    /// credentials, database and TLS of `template`, whose host and port are replaced by
+    /// each node's address. Without it, data nodes are reached without credentials and with
+    /// the first sentinel's TLS setting (Sentinel's own password is separate from the data
+    /// nodes', as in Redis).
+    ///
+    /// ```
+    /// use idgen_client::Topology;
+    ///
+    /// let topology = Topology::sentinel("ids", ["redis://10.0.0.1:26379/", "redis://10.0.0.2:26379/"])?
+    ///     .data_nodes("redis://app:secret@any-host/")?;
+    /// # Ok::<(), idgen_client::Error>(())
+    /// ```
+    pub fn data_nodes(mut self, template: impl IntoConnectionInfo) -> Result<Self> {
+        self.data_nodes = connection_info(template)?;
+        Ok(self)
+    }
+}
+
+impl From<SentinelTopology> for Topology {
+    fn from(topology: SentinelTopology) -> Self {
+        Topology::Sentinel(Box::new(topology))
+    }
 }
 
 impl Topology {
@@ -52,6 +92,34 @@ impl Topology {
     pub fn cluster<T: IntoConnectionInfo>(seeds: impl IntoIterator<Item = T>) -> Result<Topology> {
         Ok(Topology::Cluster(connection_infos(seeds)?))
     }
+
+    /// A master and replicas managed by Redis Sentinel: the master's name and one or more
+    /// sentinels (`user:password@` if the sentinels require it; `rediss://` for TLS). Set
+    /// the data nodes' credentials with [`SentinelTopology::data_nodes`].
+    ///
+    /// ```
+    /// let topology = idgen_client::Topology::sentinel("ids", ["redis://10.0.0.1:26379/"])?;
+    /// # Ok::<(), idgen_client::Error>(())
+    /// ```
+    pub fn sentinel<T: IntoConnectionInfo>(
+        master_name: impl Into<String>,
+        sentinels: impl IntoIterator<Item = T>,
+    ) -> Result<SentinelTopology> {
+        let sentinels = connection_infos(sentinels)?;
+        let Some(first) = sentinels.first() else {
+            return Err(Error::InvalidArgument(
+                "Topology::sentinel needs at least one sentinel".into(),
+            ));
+        };
+        let data_nodes = first
+            .clone()
+            .set_redis_settings(RedisConnectionInfo::default());
+        Ok(SentinelTopology {
+            master_name: master_name.into(),
+            sentinels,
+            data_nodes,
+        })
+    }
 }
 
 /// Parses one node's connection info; the error says what was wrong with it.
@@ -80,11 +148,13 @@ pub struct Settings {
     pub response_timeout: Duration,
     /// How long a node that failed is skipped before it is tried again. Defaults to 1 s.
     pub node_retry_after: Duration,
-    /// In cluster mode, how long one call may take in all while redis-rs retries it through
-    /// a failover or resharding (lost connections, MOVED/ASK, READONLY, CLUSTERDOWN,
-    /// TRYAGAIN, LOADING, with jittered backoff) and the client retries the module's DRIFT
-    /// refusals. Defaults to 10 s.
-    pub cluster_retry_for: Duration,
+    /// In cluster and Sentinel modes, how long one call may take in all while it is retried
+    /// through a failover: in a cluster redis-rs retries lost connections, MOVED/ASK,
+    /// READONLY, CLUSTERDOWN, TRYAGAIN and LOADING with jittered backoff; under Sentinel the
+    /// client asks the sentinels for the master again every 100 ms. The module's DRIFT
+    /// refusals are retried too. Defaults to 10 s; under Sentinel it should cover the
+    /// sentinels' `down-after-milliseconds` plus the time they take to promote a replica.
+    pub failover_retry_for: Duration,
 }
 
 impl Default for Settings {
@@ -94,7 +164,7 @@ impl Default for Settings {
             connect_timeout: Duration::from_secs(1),
             response_timeout: Duration::from_secs(1),
             node_retry_after: Duration::from_secs(1),
-            cluster_retry_for: Duration::from_secs(10),
+            failover_retry_for: Duration::from_secs(10),
         }
     }
 }
@@ -180,10 +250,16 @@ impl Settings {
         self
     }
 
-    /// Sets `cluster_retry_for`: how long cluster calls retry through failures.
-    pub fn cluster_retry_for(mut self, cluster_retry_for: Duration) -> Self {
-        self.cluster_retry_for = cluster_retry_for;
+    /// Sets `failover_retry_for`: how long a call retries through a failover.
+    pub fn failover_retry_for(mut self, failover_retry_for: Duration) -> Self {
+        self.failover_retry_for = failover_retry_for;
         self
+    }
+
+    /// The old name of [`Settings::failover_retry_for`], from when only cluster mode retried.
+    #[deprecated(note = "renamed to failover_retry_for: Sentinel mode uses it too")]
+    pub fn cluster_retry_for(self, retry_for: Duration) -> Self {
+        self.failover_retry_for(retry_for)
     }
 }
 

@@ -9,12 +9,14 @@
 #![deny(missing_docs)]
 
 mod cluster;
+mod sentinel;
 mod server;
 mod tls;
 mod traffic;
 mod values;
 
 pub use cluster::{Cluster, NodeInfo, NODES, PASSWORD as CLUSTER_PASSWORD};
+pub use sentinel::{Sentinels, MASTER_NAME as SENTINEL_MASTER_NAME};
 pub use server::{module_path, server_has_tls, LoadFailure, Server, ServerOptions};
 pub use tls::TlsFiles;
 pub use traffic::{write_traffic, WriteTraffic};

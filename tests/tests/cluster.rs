@@ -104,7 +104,7 @@ fn report(scenario: &str, seen: &Seen) -> usize {
 }
 
 async fn cluster_client(cluster: &Cluster) -> Client {
-    let settings = Settings::default().cluster_retry_for(Duration::from_secs(30));
+    let settings = Settings::default().failover_retry_for(Duration::from_secs(30));
     Client::connect_with(Topology::cluster(cluster.urls()).unwrap(), settings)
         .await
         .expect("cluster client")

@@ -1,0 +1,176 @@
+//! Redis Sentinel processes watching one master: the server binary under test started with
+//! `--sentinel` (Debian's `redis-sentinel` is the same program), on loopback ports, each in
+//! its own directory (a sentinel rewrites its configuration file as it learns).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::server::{free_ports, server_binary};
+
+/// The master name the sentinels monitor.
+pub const MASTER_NAME: &str = "ids";
+
+/// How long a sentinel may take to answer PING after it is started.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Sentinels watching one master, killed (by pid) and their directories removed when
+/// dropped.
+pub struct Sentinels {
+    processes: Vec<(Child, u16, PathBuf)>,
+}
+
+impl Sentinels {
+    /// Starts `count` sentinels monitoring the master at `127.0.0.1:master_port` as
+    /// [`MASTER_NAME`], with a quorum of a majority of them, a master considered down after
+    /// `down_after_ms` without an answer, and a failover timeout of 5 s.
+    pub fn start(count: u16, master_port: u16, down_after_ms: u64) -> Sentinels {
+        let first = free_ports(count);
+        let quorum = count / 2 + 1;
+        let mut sentinels = Sentinels {
+            processes: Vec::new(),
+        };
+        for port in first..first + count {
+            let dir =
+                std::env::temp_dir().join(format!("idgen-sentinel-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("create the sentinel directory");
+            let config = dir.join("sentinel.conf");
+            std::fs::write(
+                &config,
+                format!(
+                    "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile {dir}/sentinel.log\n\
+                     sentinel monitor {MASTER_NAME} 127.0.0.1 {master_port} {quorum}\n\
+                     sentinel down-after-milliseconds {MASTER_NAME} {down_after_ms}\n\
+                     sentinel failover-timeout {MASTER_NAME} 5000\n\
+                     sentinel parallel-syncs {MASTER_NAME} 1\n",
+                    dir = dir.display()
+                ),
+            )
+            .expect("write sentinel.conf");
+            let child = Command::new(server_binary())
+                .arg(&config)
+                .arg("--sentinel")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn the sentinel");
+            sentinels.processes.push((child, port, dir));
+            sentinels.wait_until_ready(port);
+        }
+        sentinels
+    }
+
+    fn wait_until_ready(&self, port: u16) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let pong: redis::RedisResult<String> =
+                Sentinels::conn_to(port).and_then(|mut conn| redis::cmd("PING").query(&mut conn));
+            if pong.is_ok() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "sentinel on port {port} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn conn_to(port: u16) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(format!("redis://127.0.0.1:{port}/"))?
+            .get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    /// `redis://127.0.0.1:port/` of every sentinel.
+    pub fn urls(&self) -> Vec<String> {
+        self.processes
+            .iter()
+            .map(|(_, port, _)| format!("redis://127.0.0.1:{port}/"))
+            .collect()
+    }
+
+    /// The port of the master the first sentinel that answers names now.
+    pub fn master_port(&self) -> Option<u16> {
+        self.processes.iter().find_map(|(_, port, _)| {
+            let reply: redis::RedisResult<(String, u16)> =
+                Sentinels::conn_to(*port).and_then(|mut conn| {
+                    redis::cmd("SENTINEL")
+                        .arg("GET-MASTER-ADDR-BY-NAME")
+                        .arg(MASTER_NAME)
+                        .query(&mut conn)
+                });
+            reply.ok().map(|(_, port)| port)
+        })
+    }
+
+    /// Waits until every sentinel names a master other than `old_port`, and returns it.
+    pub fn wait_for_new_master(&self, old_port: u16, timeout: Duration) -> u16 {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let named: Vec<Option<u16>> = self
+                .processes
+                .iter()
+                .map(|(_, port, _)| {
+                    Sentinels::conn_to(*port)
+                        .and_then(|mut conn| {
+                            redis::cmd("SENTINEL")
+                                .arg("GET-MASTER-ADDR-BY-NAME")
+                                .arg(MASTER_NAME)
+                                .query::<(String, u16)>(&mut conn)
+                        })
+                        .ok()
+                        .map(|(_, port)| port)
+                })
+                .collect();
+            if let Some(Some(port)) = named.first() {
+                if *port != old_port && named.iter().all(|n| *n == Some(*port)) {
+                    return *port;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the sentinels did not agree on a new master in {timeout:?}: {named:?}\n{}",
+                self.log(0)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Asks one sentinel to fail over now (`SENTINEL FAILOVER`), as an operator would;
+    /// while it has no replica it considers fit yet (`NOGOODSLAVE`: it has not refreshed
+    /// the replica's INFO since it joined), asks again.
+    pub fn failover(&self) {
+        let port = self.processes[0].1;
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let reply: redis::RedisResult<()> = Sentinels::conn_to(port).and_then(|mut conn| {
+                redis::cmd("SENTINEL")
+                    .arg("FAILOVER")
+                    .arg(MASTER_NAME)
+                    .query(&mut conn)
+            });
+            match reply {
+                Err(error) if error.code() == Some("NOGOODSLAVE") && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                other => return other.expect("SENTINEL FAILOVER"),
+            }
+        }
+    }
+
+    /// The log of sentinel `index`.
+    pub fn log(&self, index: usize) -> String {
+        std::fs::read_to_string(self.processes[index].2.join("sentinel.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Sentinels {
+    fn drop(&mut self) {
+        for (child, _, dir) in &mut self.processes {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
