@@ -187,7 +187,9 @@ impl Backend {
         match self {
             Backend::Nodes(nodes) => nodes.run(cmd, metrics).await,
             Backend::Cluster(cluster) => cluster.run(cmd, metrics).await,
-            Backend::Sentinel(master) => master.run(cmd, metrics).await,
+            // Boxed: the Sentinel lookup's future type is deep enough that, inlined into
+            // every caller's future, it overflows rustc's query depth limit in applications.
+            Backend::Sentinel(master) => Box::pin(master.run(cmd, metrics)).await,
         }
     }
 }

@@ -28,11 +28,12 @@
 //!
 //! Modes ([`Topology`]): a single node; several independent nodes, any of which serves any
 //! key (a node that fails is skipped and retried later, and callers see no error while one
-//! node answers); or a Redis Cluster, where commands are routed by key and connection
-//! failures are retried while the cluster fails over.
+//! node answers); a master and replicas managed by Redis Sentinel, whose current master
+//! the client follows through a failover; or a Redis Cluster, where commands are routed by
+//! key and connection failures are retried while the cluster fails over.
 //!
 //! Nodes are given as anything redis-rs accepts as connection info ([`Topology::single`],
-//! [`Topology::nodes`], [`Topology::cluster`]): `rediss://` URLs for TLS (cargo features
+//! [`Topology::nodes`], [`Topology::cluster`], [`Topology::sentinel`]): `rediss://` URLs for TLS (cargo features
 //! `tls-rustls`, the default, or `tls-native-tls`), `user:password@` for ACL users, or a
 //! [`redis::ConnectionInfo`] built in code. A tokio runtime is required.
 //!
