@@ -1,18 +1,15 @@
-//! The client: connects, checks the deployment, and issues IDs.
+//! The client's API: connect, issue IDs, decode them, and make local buffers.
 
 use std::sync::Arc;
 
 use idgen_core::{DecodedId, SegmentRange};
 
-use crate::backend::{Backend, Cluster, Node, NodeSet};
-use crate::cluster_discovery;
-use crate::deployment::{check, Deployment};
+use crate::connect;
+use crate::deployment::Deployment;
 use crate::error::{Error, Result};
-use crate::identity;
-use crate::identity_guard::IdentityGuard;
+use crate::issuer::Issuer;
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::segment::SegmentBuffer;
-use crate::sentinel::SentinelMaster;
 use crate::settings::{SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
 use crate::snowflake_cache::SnowflakeCache;
 
@@ -27,15 +24,14 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("deployment", &self.inner.deployment)
-            .field("metrics", &self.inner.metrics.snapshot())
+            .field("metrics", &self.inner.issuer.metrics.snapshot())
             .finish_non_exhaustive()
     }
 }
 
-pub(crate) struct Inner {
-    backend: Backend,
+struct Inner {
+    issuer: Arc<Issuer>,
     deployment: Deployment,
-    pub(crate) metrics: Metrics,
 }
 
 impl Client {
@@ -67,82 +63,11 @@ impl Client {
     /// Under Sentinel the replicas named after a failover are checked too. In `Cluster`
     /// mode nodes are checked at connect only.
     pub async fn connect_with(topology: impl Into<Topology>, settings: Settings) -> Result<Client> {
-        Client::connect_to(topology.into(), settings).await
-    }
-
-    #[tracing::instrument(level = "debug", skip(settings))]
-    async fn connect_to(topology: Topology, settings: Settings) -> Result<Client> {
-        let guard = Arc::new(IdentityGuard::default());
-        let (backend, members) = match &topology {
-            Topology::Single(node) => {
-                let node_set =
-                    NodeSet::new(vec![Node::new(node, &settings, guard.clone())?], &settings);
-                (Backend::Nodes(node_set), vec![node.as_ref().clone()])
-            }
-            Topology::Nodes(nodes) => {
-                if nodes.is_empty() {
-                    return Err(Error::InvalidArgument(
-                        "Topology::Nodes needs at least one node".into(),
-                    ));
-                }
-                let pools = nodes
-                    .iter()
-                    .map(|node| Node::new(node, &settings, guard.clone()))
-                    .collect::<Result<_>>()?;
-                (
-                    Backend::Nodes(NodeSet::new(pools, &settings)),
-                    nodes.clone(),
-                )
-            }
-            Topology::Cluster(seeds) => {
-                if seeds.is_empty() {
-                    return Err(Error::InvalidArgument(
-                        "Topology::Cluster needs at least one seed".into(),
-                    ));
-                }
-                let members = cluster_discovery::members(seeds, &settings).await?;
-                (Backend::Cluster(Cluster::new(seeds, &settings)?), members)
-            }
-            Topology::Sentinel(sentinel) => {
-                let master = SentinelMaster::new(sentinel, &settings, guard.clone())?;
-                let members = master.members().await.map_err(|error| {
-                    Error::Deployment(format!(
-                        "the sentinels named no reachable master for '{}': {error}",
-                        sentinel.master_name
-                    ))
-                })?;
-                master.start_with(&members.master)?;
-                let mut nodes = vec![members.master];
-                nodes.extend(members.replicas);
-                (Backend::Sentinel(Box::new(master)), nodes)
-            }
-        };
-        let mut identities = Vec::new();
-        let mut unreachable = Vec::new();
-        for member in &members {
-            match identity::read(member, &settings).await {
-                Ok(identity) => identities.push(identity),
-                Err(Error::Transport(error)) => {
-                    let address = member.addr().to_string();
-                    tracing::warn!(node = %address, %error, "node unreachable at connect; not checked");
-                    unreachable.push(address);
-                }
-                Err(other) => return Err(other),
-            }
-        }
-        if identities.is_empty() {
-            return Err(Error::Deployment(format!(
-                "no node could be reached to check the deployment (tried {})",
-                unreachable.join(", ")
-            )));
-        }
-        let deployment = check(identities)?;
-        guard.set(&deployment);
+        let (backend, deployment) = connect::connect(topology.into(), settings).await?;
         Ok(Client {
             inner: Arc::new(Inner {
-                backend,
+                issuer: Arc::new(Issuer::new(backend)),
                 deployment,
-                metrics: Metrics::default(),
             }),
         })
     }
@@ -154,15 +79,7 @@ impl Client {
 
     /// A snapshot of the client's counters.
     pub fn metrics(&self) -> MetricsSnapshot {
-        self.inner.metrics.snapshot()
-    }
-
-    pub(crate) fn metrics_ref(&self) -> &Metrics {
-        &self.inner.metrics
-    }
-
-    async fn run<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
-        self.inner.backend.run(cmd, &self.inner.metrics).await
+        self.inner.issuer.metrics.snapshot()
     }
 
     /// One snowflake ID for `key` (`SNOWFLAKE.NEXT key`).
@@ -176,14 +93,7 @@ impl Client {
     /// ```
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn next_snowflake(&self, key: &str) -> Result<i64> {
-        self.issue_one("SNOWFLAKE.NEXT", key).await
-    }
-
-    /// Runs `command key` for one ID and counts it.
-    async fn issue_one(&self, command: &str, key: &str) -> Result<i64> {
-        let id = self.run(redis::cmd(command).arg(key)).await?;
-        Metrics::add(&self.inner.metrics.ids_served, 1);
-        Ok(id)
+        self.inner.issuer.one("SNOWFLAKE.NEXT", key).await
     }
 
     /// `count` increasing snowflake IDs for `key` in one round trip
@@ -213,34 +123,16 @@ impl Client {
     }
 
     async fn snowflakes(&self, key: &str, count: u32, shard: Option<u32>) -> Result<Vec<i64>> {
-        let ids = self.fetch_snowflakes(key, count, shard).await?;
-        Metrics::add(&self.inner.metrics.ids_served, ids.len() as u64);
+        let issuer = &self.inner.issuer;
+        let ids = issuer.snowflakes(key, count, shard).await?;
+        Metrics::add(&issuer.metrics.ids_served, ids.len() as u64);
         Ok(ids)
-    }
-
-    /// A batch of snowflake IDs, not yet counted as served (a cache counts them when it
-    /// hands them out).
-    pub(crate) async fn fetch_snowflakes(
-        &self,
-        key: &str,
-        count: u32,
-        shard: Option<u32>,
-    ) -> Result<Vec<i64>> {
-        if count == 0 {
-            return Err(Error::InvalidArgument("count must be at least 1".into()));
-        }
-        let mut cmd = redis::cmd("SNOWFLAKE.NEXT");
-        cmd.arg(key).arg("COUNT").arg(count);
-        if let Some(shard) = shard {
-            cmd.arg("SHARD").arg(shard);
-        }
-        self.run(&cmd).await
     }
 
     /// The next segment value for `key` (`SEGMENT.NEXT key`).
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn next_segment_value(&self, key: &str) -> Result<i64> {
-        self.issue_one("SEGMENT.NEXT", key).await
+        self.inner.issuer.one("SEGMENT.NEXT", key).await
     }
 
     /// Takes a range of `count` segment values for `key` without handing any out
@@ -258,19 +150,7 @@ impl Client {
     /// ```
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn take_segment_range(&self, key: &str, count: u64) -> Result<SegmentRange> {
-        if count == 0 {
-            return Err(Error::InvalidArgument("count must be at least 1".into()));
-        }
-        let [first, last, step]: [i64; 3] = self
-            .run(redis::cmd("SEGMENT.NEXT").arg(key).arg("COUNT").arg(count))
-            .await?;
-        Metrics::add(&self.inner.metrics.ranges_fetched, 1);
-        Ok(SegmentRange {
-            first,
-            last,
-            step: step as u64,
-            count,
-        })
+        self.inner.issuer.segment_range(key, count).await
     }
 
     /// Splits an ID into its parts with the deployment's layout — the same arithmetic
@@ -305,7 +185,7 @@ impl Client {
     /// # }
     /// ```
     pub fn segment_buffer(&self, key: &str, options: SegmentOptions) -> SegmentBuffer {
-        SegmentBuffer::new(self.clone(), key, options)
+        SegmentBuffer::new(self.inner.issuer.clone(), key, options)
     }
 
     /// A prefetching snowflake cache for `key` (see [`SnowflakeCache`]).
@@ -325,6 +205,6 @@ impl Client {
     /// # }
     /// ```
     pub fn snowflake_cache(&self, key: &str, options: SnowflakeCacheOptions) -> SnowflakeCache {
-        SnowflakeCache::new(self.clone(), key, options)
+        SnowflakeCache::new(self.inner.issuer.clone(), key, options)
     }
 }

@@ -16,18 +16,18 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
-use crate::client::Client;
 use crate::error::Result;
 use crate::metrics::Metrics;
 use crate::range_slots::{Epoch, RangeSlots, RangeSpec, Taken};
 use crate::settings::SegmentOptions;
+use crate::source::IdSource;
 
 struct Shared {
-    client: Client,
+    source: Arc<dyn IdSource>,
     key: String,
     options: SegmentOptions,
     /// The range being handed out.
@@ -119,13 +119,13 @@ impl std::fmt::Debug for SegmentBuffer {
 }
 
 impl SegmentBuffer {
-    pub(crate) fn new(client: Client, key: &str, options: SegmentOptions) -> Self {
+    pub(crate) fn new(source: Arc<dyn IdSource>, key: &str, options: SegmentOptions) -> Self {
         let size = options
             .initial_size
             .clamp(options.min_size.max(1), options.max_size.max(1));
         SegmentBuffer {
             shared: Arc::new(Shared {
-                client,
+                source,
                 key: key.to_string(),
                 current: RangeSlots::new(),
                 installed_at: Mutex::new(Instant::now()),
@@ -236,7 +236,7 @@ impl Shared {
     fn install(&self, range: RangeSpec) {
         *self.installed_at.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         let replaced = self.current.install(range);
-        Metrics::add(&self.client.metrics_ref().ids_served, replaced.count);
+        Metrics::add(&self.source.metrics().ids_served, replaced.count);
     }
 
     /// Starts fetching the next range in the background, unless one is already coming.
@@ -284,7 +284,7 @@ impl Shared {
     #[tracing::instrument(level = "debug", skip(self), fields(key = %self.key))]
     async fn fetch(&self) -> Result<RangeSpec> {
         let size = self.size.load(Ordering::Relaxed);
-        let range = self.client.take_segment_range(&self.key, size).await?;
+        let range = self.source.segment_range(&self.key, size).await?;
         let prefetch_at =
             ((range.count as f64) * self.options.prefetch_after.clamp(0.0, 1.0)) as u64;
         Ok(RangeSpec {
@@ -293,5 +293,98 @@ impl Shared {
             count: range.count,
             prefetch_at: prefetch_at.min(range.count.saturating_sub(1)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Range sizing and prefetch, on tokio's paused clock: time moves only when a test
+    //! advances it.
+    use std::time::Duration;
+
+    use super::*;
+    use crate::source::counting::CountingSource;
+
+    fn new_buffer(initial: u64) -> (Arc<CountingSource>, SegmentBuffer) {
+        let source = Arc::new(CountingSource::default());
+        let options = SegmentOptions::default()
+            .initial_size(initial)
+            .min_size(10)
+            .max_size(1000)
+            .prefetch_after(0.1)
+            .target_duration(Duration::from_secs(10));
+        (source.clone(), SegmentBuffer::new(source, "k", options))
+    }
+
+    /// Takes `n` values, then lets the background prefetch run.
+    async fn take(buffer: &SegmentBuffer, n: usize) -> Vec<i64> {
+        let mut values = Vec::new();
+        for _ in 0..n {
+            values.push(buffer.next().await.unwrap());
+        }
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        values
+    }
+
+    fn sizes(source: &CountingSource) -> Vec<u64> {
+        source.range_sizes.lock().unwrap().clone()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_range_used_faster_than_the_target_doubles_the_next_up_to_the_maximum() {
+        let (source, buffer) = new_buffer(100);
+        assert_eq!(take(&buffer, 11).await, (1..=11).collect::<Vec<_>>());
+        assert_eq!(sizes(&source), [100, 200], "prefetched at 10% use, doubled");
+        take(&buffer, 89 + 21).await; // the rest of the first range, 10% of the second
+        assert_eq!(sizes(&source), [100, 200, 400]);
+
+        let (source, buffer) = new_buffer(600);
+        take(&buffer, 61).await;
+        assert_eq!(sizes(&source), [600, 1000], "bounded by max_size");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_range_lasting_over_twice_the_target_halves_the_next_down_to_the_minimum() {
+        let (source, buffer) = new_buffer(100);
+        take(&buffer, 1).await;
+        // 10 values in 5 s: the range of 100 would last 50 s, over twice the 10 s target.
+        tokio::time::advance(Duration::from_secs(5)).await;
+        take(&buffer, 10).await;
+        assert_eq!(sizes(&source), [100, 50]);
+
+        let (source, buffer) = new_buffer(15);
+        take(&buffer, 1).await;
+        tokio::time::advance(Duration::from_secs(60)).await;
+        take(&buffer, 1).await;
+        assert_eq!(sizes(&source), [15, 10], "bounded by min_size");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_range_lasting_about_the_target_keeps_its_size() {
+        let (source, buffer) = new_buffer(100);
+        take(&buffer, 1).await;
+        // 10 values in 1.5 s: 15 s for the range, within 1 to 2 times the target.
+        tokio::time::advance(Duration::from_millis(1500)).await;
+        take(&buffer, 10).await;
+        assert_eq!(sizes(&source), [100, 100]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_next_range_is_at_hand_before_the_current_one_runs_out() {
+        let (source, buffer) = new_buffer(100);
+        let first = take(&buffer, 100).await;
+        assert_eq!(
+            sizes(&source).len(),
+            2,
+            "fetched in the background at 10% use"
+        );
+        // The 101st value comes from the prefetched range: no fetch at the switch.
+        assert_eq!(buffer.try_next(), None, "the current range is used up");
+        let next = buffer.next().await.unwrap();
+        assert_eq!((first[99], next), (100, 101));
+        assert_eq!(sizes(&source).len(), 2);
+        assert_eq!(source.metrics().ids_served.load(Ordering::Relaxed), 100);
     }
 }

@@ -6,12 +6,13 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
 
-use crate::client::Client;
+use tokio::time::Instant;
+
 use crate::error::Result;
 use crate::metrics::Metrics;
 use crate::settings::SnowflakeCacheOptions;
+use crate::source::IdSource;
 
 /// One fetched batch: its IDs (increasing) and when it arrived.
 struct Batch {
@@ -20,7 +21,7 @@ struct Batch {
 }
 
 struct Shared {
-    client: Client,
+    source: Arc<dyn IdSource>,
     key: String,
     options: SnowflakeCacheOptions,
     batches: Mutex<VecDeque<Batch>>,
@@ -43,10 +44,14 @@ impl std::fmt::Debug for SnowflakeCache {
 }
 
 impl SnowflakeCache {
-    pub(crate) fn new(client: Client, key: &str, options: SnowflakeCacheOptions) -> Self {
+    pub(crate) fn new(
+        source: Arc<dyn IdSource>,
+        key: &str,
+        options: SnowflakeCacheOptions,
+    ) -> Self {
         SnowflakeCache {
             shared: Arc::new(Shared {
-                client,
+                source,
                 key: key.to_string(),
                 options,
                 batches: Mutex::new(VecDeque::new()),
@@ -59,7 +64,7 @@ impl SnowflakeCache {
     pub async fn next(&self) -> Result<i64> {
         loop {
             if let Some(id) = self.shared.take() {
-                Metrics::add(&self.shared.client.metrics_ref().ids_served, 1);
+                Metrics::add(&self.shared.source.metrics().ids_served, 1);
                 return Ok(id);
             }
             self.shared.fetch().await?;
@@ -114,14 +119,84 @@ impl Shared {
     #[tracing::instrument(level = "debug", skip(self), fields(key = %self.key))]
     async fn fetch(&self) -> Result<()> {
         let ids = self
-            .client
-            .fetch_snowflakes(&self.key, self.options.batch.max(1), None)
+            .source
+            .snowflakes(&self.key, self.options.batch.max(1))
             .await?;
-        Metrics::add(&self.client.metrics_ref().snowflake_batches_fetched, 1);
+        Metrics::add(&self.source.metrics().snowflake_batches_fetched, 1);
         self.lock().push_back(Batch {
             ids: ids.into(),
             fetched: Instant::now(),
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Staleness and refills, on tokio's paused clock.
+    use std::time::Duration;
+
+    use super::*;
+    use crate::source::counting::CountingSource;
+
+    fn cache() -> (Arc<CountingSource>, SnowflakeCache) {
+        let source = Arc::new(CountingSource::default());
+        let options = SnowflakeCacheOptions::default()
+            .batch(10)
+            .max_age(Duration::from_secs(1))
+            .refill_below(0.5);
+        (source.clone(), SnowflakeCache::new(source, "k", options))
+    }
+
+    async fn let_background_run() {
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ids_older_than_max_age_are_thrown_away_never_handed_out() {
+        let (source, cache) = cache();
+        assert_eq!(cache.next().await.unwrap(), 0);
+        assert_eq!(cache.cached(), 9);
+        tokio::time::advance(Duration::from_millis(999)).await;
+        assert_eq!(cache.next().await.unwrap(), 1, "still fresh");
+        tokio::time::advance(Duration::from_millis(2)).await;
+        assert_eq!(cache.cached(), 0, "the batch is 1001 ms old");
+        assert_eq!(cache.next().await.unwrap(), 10, "from a new batch");
+        assert_eq!(source.batch_sizes.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refill_starts_in_the_background_when_the_cache_runs_low() {
+        let (source, cache) = cache();
+        for expected in 0..5 {
+            assert_eq!(cache.next().await.unwrap(), expected);
+        }
+        let_background_run().await;
+        assert_eq!(
+            source.batch_sizes.lock().unwrap().len(),
+            1,
+            "5 left: not low yet"
+        );
+        assert_eq!(cache.next().await.unwrap(), 5);
+        let_background_run().await;
+        assert_eq!(
+            source.batch_sizes.lock().unwrap().len(),
+            2,
+            "4 left: refilled"
+        );
+        assert_eq!(cache.cached(), 14);
+        let ids: Vec<i64> = futures_take(&cache, 14).await;
+        assert_eq!(ids, (6..20).collect::<Vec<_>>(), "in order, across batches");
+        assert_eq!(source.metrics().ids_served.load(Ordering::Relaxed), 20);
+    }
+
+    async fn futures_take(cache: &SnowflakeCache, n: usize) -> Vec<i64> {
+        let mut ids = Vec::new();
+        for _ in 0..n {
+            ids.push(cache.next().await.unwrap());
+        }
+        ids
     }
 }
