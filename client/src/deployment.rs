@@ -71,35 +71,52 @@ impl NodeIdentity {
     }
 }
 
-/// Checks that `nodes` form one deployment; the error names the nodes that disagree.
+/// The deployment rule, used at connect and for every node met later: `node` fits beside
+/// `members` if it has their step and layout and an offset none of them has. The error names
+/// `node` and the member it clashes with.
+pub(crate) fn fits<'a>(
+    node: &NodeIdentity,
+    members: impl IntoIterator<Item = &'a NodeIdentity>,
+) -> std::result::Result<(), String> {
+    for member in members {
+        if node.step != member.step {
+            return Err(format!(
+                "{} has step {} but {} has step {}: every node needs the same step",
+                node.address, node.step, member.address, member.step
+            ));
+        }
+        if node.layout != member.layout || node.id_bits != member.id_bits {
+            return Err(format!(
+                "{} has the snowflake layout {:?} ({} bits) but {} has {:?} ({} bits): every \
+                 node needs the same layout",
+                node.address,
+                node.layout,
+                node.id_bits,
+                member.address,
+                member.layout,
+                member.id_bits
+            ));
+        }
+        if node.offset == member.offset {
+            return Err(format!(
+                "{} and {} share offset {}: every node, replicas included, needs its own",
+                member.address, node.address, node.offset
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `nodes` form one deployment ([`fits`], each beside those before it); the
+/// error names the nodes that disagree.
 pub fn check(nodes: Vec<NodeIdentity>) -> Result<Deployment> {
     let Some(first) = nodes.first().cloned() else {
         return Err(Error::Deployment(
             "no node could be reached to check".into(),
         ));
     };
-    for node in &nodes[1..] {
-        if node.step != first.step {
-            return Err(Error::Deployment(format!(
-                "nodes disagree on step: {} has step {}, {} has step {}",
-                first.address, first.step, node.address, node.step
-            )));
-        }
-        if node.layout != first.layout || node.id_bits != first.id_bits {
-            return Err(Error::Deployment(format!(
-                "nodes disagree on the snowflake layout: {} has {:?} ({} bits), {} has {:?} ({} bits)",
-                first.address, first.layout, first.id_bits, node.address, node.layout, node.id_bits
-            )));
-        }
-    }
-    let mut by_offset: HashMap<u64, &str> = HashMap::new();
-    for node in &nodes {
-        if let Some(other) = by_offset.insert(node.offset, &node.address) {
-            return Err(Error::Deployment(format!(
-                "{other} and {} share offset {}: every node, replicas included, needs its own",
-                node.address, node.offset
-            )));
-        }
+    for (index, node) in nodes.iter().enumerate() {
+        fits(node, &nodes[..index]).map_err(Error::Deployment)?;
     }
     Ok(Deployment {
         step: first.step,
@@ -147,14 +164,14 @@ mod tests {
         let step = check(vec![node("a:1", 3, 0), node("b:2", 4, 1)])
             .unwrap_err()
             .to_string();
-        assert!(step.contains("a:1 has step 3, b:2 has step 4"), "{step}");
+        assert!(step.contains("b:2 has step 4 but a:1 has step 3"), "{step}");
         let mut other_layout = node("b:2", 3, 1);
         other_layout.layout.epoch_unix_ms += 1;
         let layout = check(vec![node("a:1", 3, 0), other_layout])
             .unwrap_err()
             .to_string();
         assert!(
-            layout.contains("disagree on the snowflake layout"),
+            layout.contains("b:2 has the snowflake layout") && layout.contains("same layout"),
             "{layout}"
         );
     }

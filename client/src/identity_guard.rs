@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::deployment::{Deployment, NodeIdentity};
+use crate::deployment::{fits, Deployment, NodeIdentity};
 
 /// The identities the client trusts, by address, shared by the pools of every node.
 #[derive(Debug, Default)]
@@ -29,9 +29,9 @@ impl IdentityGuard {
     /// Whether a node that reports `identity` may be used; the error says why not.
     pub(crate) fn admit(&self, identity: NodeIdentity) -> Result<(), String> {
         let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(reference) = known.values().next().cloned() else {
+        if known.is_empty() {
             return Ok(()); // still connecting: the check at connect decides
-        };
+        }
         if let Some(recorded) = known.get(&identity.address) {
             if *recorded == identity {
                 return Ok(());
@@ -51,28 +51,7 @@ impl IdentityGuard {
                 recorded.id_bits
             ));
         }
-        if identity.step != reference.step
-            || identity.layout != reference.layout
-            || identity.id_bits != reference.id_bits
-        {
-            return Err(format!(
-                "{} has step {} (layout {:?}, {} bits), but the deployment has step {} \
-                 (layout {:?}, {} bits); it is not used",
-                identity.address,
-                identity.step,
-                identity.layout,
-                identity.id_bits,
-                reference.step,
-                reference.layout,
-                reference.id_bits
-            ));
-        }
-        if let Some(other) = known.values().find(|node| node.offset == identity.offset) {
-            return Err(format!(
-                "{} has offset {}, which {} already has; it is not used",
-                identity.address, identity.offset, other.address
-            ));
-        }
+        fits(&identity, known.values()).map_err(|problem| format!("{problem}; it is not used"))?;
         known.insert(identity.address.clone(), identity);
         Ok(())
     }
@@ -113,11 +92,14 @@ mod tests {
         let guard = guard_for(vec![node("a:1", 3, 0), node("b:2", 3, 1)]);
         let clash = guard.admit(node("c:3", 3, 1)).unwrap_err();
         assert!(
-            clash.contains("c:3 has offset 1, which b:2 already has"),
+            clash.contains("b:2 and c:3 share offset 1") && clash.ends_with("it is not used"),
             "{clash}"
         );
         let step = guard.admit(node("c:3", 4, 2)).unwrap_err();
-        assert!(step.contains("but the deployment has step 3"), "{step}");
+        assert!(
+            step.contains("c:3 has step 4 but") && step.contains("has step 3"),
+            "{step}"
+        );
         assert!(guard.admit(node("c:3", 3, 2)).is_ok());
         // Now known: a later change of c:3 is refused like any other.
         assert!(guard.admit(node("c:3", 3, 2)).is_ok());
