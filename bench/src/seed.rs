@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use idgen_client::{Client, SegmentOptions, Topology};
 use idgen_tests::Server;
 
-use crate::server_side::{LUA_GENERATOR, MODULE_ARGS};
+use crate::server_side::{load_lua_generator, MODULE_ARGS};
 
 /// Time for one count: measured, or extrapolated from a measured rate.
 #[derive(Debug, Clone, Copy)]
@@ -65,11 +65,7 @@ fn one_per_call(server: &Server, command: &[&str]) -> impl FnMut(u64) {
 pub async fn run(counts: &[u64]) -> Vec<Row> {
     let mut rows = Vec::new();
     let server = Server::start(&MODULE_ARGS);
-    let sha: String = redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(LUA_GENERATOR)
-        .query(&mut server.conn())
-        .unwrap();
+    let sha = load_lua_generator(&server);
 
     rows.push(row(
         "Redis INCR, one round trip per ID",

@@ -79,11 +79,7 @@ impl Approach {
     pub fn command(self, server: &Server) -> Vec<String> {
         let words: Vec<String> = match self {
             Approach::Lua => {
-                let sha: String = redis::cmd("SCRIPT")
-                    .arg("LOAD")
-                    .arg(LUA_GENERATOR)
-                    .query(&mut server.conn())
-                    .expect("SCRIPT LOAD");
+                let sha = load_lua_generator(server);
                 vec![
                     "EVALSHA".into(),
                     sha,
@@ -118,15 +114,23 @@ pub struct Measurement {
     pub usec_per_call: Option<f64>,
 }
 
+/// Loads [`LUA_GENERATOR`] into `server`; its SHA1, for `EVALSHA`.
+pub fn load_lua_generator(server: &Server) -> String {
+    redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(LUA_GENERATOR)
+        .query(&mut server.conn())
+        .expect("SCRIPT LOAD")
+}
+
 /// `usec_per_call` of `command` in `INFO commandstats`.
 fn usec_per_call(server: &Server, command: &str) -> Option<f64> {
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut server.conn())
-        .ok()?;
-    let prefix = format!("cmdstat_{}:", command.to_lowercase());
-    let line = stats.lines().find(|line| line.starts_with(&prefix))?;
-    line.split(',')
+    let stats = server.info_value(
+        "commandstats",
+        &format!("cmdstat_{}", command.to_lowercase()),
+    )?;
+    stats
+        .split(',')
         .find_map(|field| field.strip_prefix("usec_per_call="))
         .and_then(|value| value.parse().ok())
 }

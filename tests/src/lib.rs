@@ -21,5 +21,6 @@ pub use server::{module_path, server_has_tls, LoadFailure, Server, ServerOptions
 pub use tls::TlsFiles;
 pub use traffic::{write_traffic, WriteTraffic};
 pub use values::{
-    assert_strictly_increasing, assert_unique, digest, info_field, now_ms, snowflake_batch,
+    assert_strictly_increasing, assert_unique, count_duplicates, digest, info_field, info_line,
+    now_ms, snowflake_batch,
 };

@@ -328,10 +328,7 @@ impl Server {
             .arg(section)
             .query(&mut self.conn())
             .ok()?;
-        let prefix = format!("{field}:");
-        info.lines()
-            .find_map(|line| line.strip_prefix(&prefix))
-            .map(|value| value.trim().to_string())
+        crate::values::info_line(&info, field)
     }
 
     /// The server's TCP port on 127.0.0.1.
@@ -351,11 +348,6 @@ impl Server {
     /// The server's working directory (RDB and AOF files live here).
     pub fn dir(&self) -> &Path {
         &self.dir
-    }
-
-    /// The operating-system pid of the running server.
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
     }
 
     fn try_conn(&self) -> redis::RedisResult<redis::Connection> {

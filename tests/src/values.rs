@@ -13,6 +13,27 @@ pub fn assert_unique<T: Eq + Hash + Debug + Copy>(values: impl IntoIterator<Item
     seen.len()
 }
 
+/// How many values repeat one seen before (0 if all are distinct): for tests that report
+/// the count before asserting it.
+pub fn count_duplicates<T: Eq + Hash>(values: impl IntoIterator<Item = T>) -> usize {
+    let mut seen = HashSet::new();
+    let mut repeated = 0;
+    for value in values {
+        if !seen.insert(value) {
+            repeated += 1;
+        }
+    }
+    repeated
+}
+
+/// The value of `field` in an INFO reply (`field:value` lines), if present.
+pub fn info_line(info: &str, field: &str) -> Option<String> {
+    info.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        (name == field).then(|| value.trim().to_string())
+    })
+}
+
 /// Panics, naming the first offending pair, unless each value is above the one before.
 pub fn assert_strictly_increasing<T: Ord + Debug>(values: &[T]) {
     if let Some(pair) = values.windows(2).find(|pair| pair[0] >= pair[1]) {
@@ -55,10 +76,6 @@ pub fn info_field(conn: &mut redis::Connection, field: &str) -> String {
         .arg("idgen")
         .query(conn)
         .expect("INFO idgen");
-    let prefix = format!("idgen_{field}:");
-    info.lines()
-        .find_map(|line| line.strip_prefix(&prefix))
+    info_line(&info, &format!("idgen_{field}"))
         .unwrap_or_else(|| panic!("INFO idgen has no field {field}:\n{info}"))
-        .trim()
-        .to_string()
 }

@@ -5,14 +5,13 @@
 //!
 //! Each scenario prints its line of the table: run with `--nocapture` to see it.
 
-use std::collections::HashSet;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idgen_client::{Client, SegmentOptions, Settings, Topology};
-use idgen_tests::{assert_strictly_increasing, Cluster, NodeInfo};
+use idgen_tests::{assert_strictly_increasing, count_duplicates, Cluster, NodeInfo};
 use redis::cmd;
 
 /// What the load saw.
@@ -80,16 +79,11 @@ impl Load {
     }
 }
 
-fn duplicates(values: impl IntoIterator<Item = i64>) -> usize {
-    let mut seen = HashSet::new();
-    values.into_iter().filter(|v| !seen.insert(*v)).count()
-}
-
 /// Prints the scenario's row and checks zero duplicates; returns the errors seen.
 fn report(scenario: &str, seen: &Seen) -> usize {
     let snowflakes = seen.busy.iter().chain(&seen.others).copied();
-    let snowflake_dups = duplicates(snowflakes);
-    let segment_dups = duplicates(seen.segments.iter().copied());
+    let snowflake_dups = count_duplicates(snowflakes);
+    let segment_dups = count_duplicates(seen.segments.iter().copied());
     println!(
         "| {scenario} | {} snowflake IDs, {snowflake_dups} dup | {} segment values, {segment_dups} dup | {} errors seen by the client's callers |",
         seen.busy.len() + seen.others.len(),
@@ -334,7 +328,7 @@ async fn routing_resharding_and_a_coordinated_failover_under_load() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_master_killed_under_load_is_replaced_without_duplicates() {
+async fn a_master_killed_under_load_is_replaced_without_count_duplicates() {
     let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
     let client = cluster_client(&cluster).await;
     let slot = slot_of(&cluster, "busy");

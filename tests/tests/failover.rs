@@ -5,13 +5,12 @@
 //!
 //! Each scenario prints a line of its table: run with `--nocapture` to see it.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use idgen_tests::{snowflake_batch, Server};
+use idgen_tests::{count_duplicates, snowflake_batch, Server};
 use redis::{cmd, Connection};
 
 const KEYS: usize = 4;
@@ -64,17 +63,11 @@ impl Issued {
     }
 }
 
-/// Values that occur more than once.
-fn duplicates<T: std::hash::Hash + Eq + Copy>(values: impl IntoIterator<Item = T>) -> usize {
-    let mut seen = HashSet::new();
-    values.into_iter().filter(|v| !seen.insert(*v)).count()
-}
-
 fn report(scenario: &str, all: &Issued) -> (usize, usize, usize) {
     let row = (
-        duplicates(all.snowflakes.iter().copied()),
-        duplicates(all.segments.iter().copied()),
-        duplicates(all.counters.iter().copied()),
+        count_duplicates(all.snowflakes.iter().copied()),
+        count_duplicates(all.segments.iter().copied()),
+        count_duplicates(all.counters.iter().copied()),
     );
     println!(
         "| {scenario} | {} snowflake IDs, {} dup | {} segment values, {} dup | {} INCR values, {} dup |",

@@ -6,13 +6,12 @@
 //! Prints the figures (IDs, duplicates, errors seen by callers, longest time without an
 //! answer): run with `--nocapture` to see them.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idgen_client::{Client, SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
-use idgen_tests::{Sentinels, Server, ServerOptions, SENTINEL_MASTER_NAME};
+use idgen_tests::{count_duplicates, Sentinels, Server, ServerOptions, SENTINEL_MASTER_NAME};
 
 /// A sentinel considers the master down after this long without an answer (Redis's
 /// default is 30 s; short here so that the test runs in seconds).
@@ -150,16 +149,8 @@ async fn let_callers_issue(in_phase: &AtomicU64, calls: u64) {
     }
 }
 
-fn duplicates<T: std::hash::Hash + Eq + Clone>(values: &[T]) -> usize {
-    let mut unique = HashSet::new();
-    values
-        .iter()
-        .filter(|v| !unique.insert((*v).clone()))
-        .count()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_client_follows_sentinel_failovers_without_duplicates() {
+async fn the_client_follows_sentinel_failovers_without_count_duplicates() {
     let mut first_master = start(data_node("0"));
     let replicas = [
         replica_of(&first_master, "1"),
@@ -235,17 +226,17 @@ async fn the_client_follows_sentinel_failovers_without_duplicates() {
          after the kill; longest time without an answer {:?}; client: {} master changes \
          followed, {} transport errors retried",
         all.snowflakes.len(),
-        duplicates(&all.snowflakes),
+        count_duplicates(&all.snowflakes),
         all.segments.len(),
-        duplicates(&all.segments),
+        count_duplicates(&all.segments),
         all.errors.len(),
         promoted_after,
         longest_gap,
         metrics.failovers,
         metrics.transport_errors
     );
-    assert_eq!(duplicates(&all.snowflakes), 0);
-    assert_eq!(duplicates(&all.segments), 0);
+    assert_eq!(count_duplicates(&all.snowflakes), 0);
+    assert_eq!(count_duplicates(&all.segments), 0);
     assert!(
         all.errors.is_empty(),
         "callers saw errors while a master was reachable within the retry window: {:?}",
