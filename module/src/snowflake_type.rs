@@ -209,48 +209,58 @@ unsafe extern "C" fn aof_rewrite(
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
 ) {
-    // SAFETY: Redis passes a value of this type, alive for the callback.
-    let record = unsafe { key_at(value) }.record;
-    // SAFETY: format "sll" takes a Redis string and two long longs, given in order; the
-    // pointers are the ones Redis passed.
-    unsafe {
-        raw::RedisModule_EmitAOF.unwrap()(
-            aof,
-            c"SNOWFLAKE.SETBOUND".as_ptr(),
-            c"sll".as_ptr(),
-            key,
-            record.bound as std::ffi::c_longlong,
-            record.owner as std::ffi::c_longlong,
-        );
-    }
+    guard::or_log("rewriting a snowflake key into the AOF", (), || {
+        // SAFETY: Redis passes a value of this type, alive for the callback.
+        let record = unsafe { key_at(value) }.record;
+        // SAFETY: format "sll" takes a Redis string and two long longs, given in order; the
+        // pointers are the ones Redis passed.
+        unsafe {
+            raw::RedisModule_EmitAOF.unwrap()(
+                aof,
+                c"SNOWFLAKE.SETBOUND".as_ptr(),
+                c"sll".as_ptr(),
+                key,
+                record.bound as std::ffi::c_longlong,
+                record.owner as std::ffi::c_longlong,
+            );
+        }
+    });
 }
 
 /// # Safety
 /// Called by Redis only (`MEMORY USAGE`); the value is not read.
 unsafe extern "C" fn mem_usage(_value: *const c_void) -> usize {
-    std::mem::size_of::<SnowflakeKey>()
+    guard::or_log(
+        "sizing a snowflake key",
+        0,
+        std::mem::size_of::<SnowflakeKey>,
+    )
 }
 
 /// # Safety
 /// Called by Redis only (`DEBUG DIGEST`), with a `snowflake` value and a digest handle.
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    // The record only: the owner's in-memory last ID is not data replicas have.
-    // SAFETY: Redis passes a value of this type, alive for the callback.
-    let record = unsafe { key_at(value) }.record;
-    // SAFETY: md is the digest Redis passed, valid for the callback.
-    unsafe {
-        raw::RedisModule_DigestAddLongLong.unwrap()(md, record.bound as std::ffi::c_longlong);
-        raw::RedisModule_DigestAddLongLong.unwrap()(md, record.owner as std::ffi::c_longlong);
-        raw::RedisModule_DigestEndSequence.unwrap()(md);
-    }
+    guard::or_log("digesting a snowflake key", (), || {
+        // The record only: the owner's in-memory last ID is not data replicas have.
+        // SAFETY: Redis passes a value of this type, alive for the callback.
+        let record = unsafe { key_at(value) }.record;
+        // SAFETY: md is the digest Redis passed, valid for the callback.
+        unsafe {
+            raw::RedisModule_DigestAddLongLong.unwrap()(md, record.bound as std::ffi::c_longlong);
+            raw::RedisModule_DigestAddLongLong.unwrap()(md, record.owner as std::ffi::c_longlong);
+            raw::RedisModule_DigestEndSequence.unwrap()(md);
+        }
+    });
 }
 
 /// # Safety
 /// Called by Redis only, once, when a `snowflake` value is deleted: the value is a
-/// `Box<SnowflakeKey>` pointer nobody uses afterwards. Dropping it cannot panic (plain data).
+/// `Box<SnowflakeKey>` pointer nobody uses afterwards.
 unsafe extern "C" fn free(value: *mut c_void) {
-    // SAFETY: see above; the pointer came from `Box::into_raw` (the `ModuleValue` impl).
-    drop(unsafe { Box::from_raw(value.cast::<SnowflakeKey>()) });
+    guard::or_log("freeing a snowflake key", (), || {
+        // SAFETY: see above; the pointer came from `Box::into_raw` (the `ModuleValue` impl).
+        drop(unsafe { Box::from_raw(value.cast::<SnowflakeKey>()) });
+    });
 }
 
 /// # Safety
@@ -261,9 +271,9 @@ unsafe extern "C" fn copy(
     _to: *mut raw::RedisModuleString,
     value: *const c_void,
 ) -> *mut c_void {
-    // SAFETY: Redis passes a value of this type, alive for the callback.
-    let key = *unsafe { key_at(value) };
     guard::or_log("copying a snowflake key", std::ptr::null_mut(), || {
+        // SAFETY: Redis passes a value of this type, alive for the callback.
+        let key = *unsafe { key_at(value) };
         Box::into_raw(Box::new(key)).cast()
     })
 }

@@ -6,6 +6,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
+use crate::guard;
+
 /// The context Redis passes to a server-event callback, which comes with a temporary client
 /// of its own (so it can select databases and scan them).
 pub struct EventContext {
@@ -91,38 +93,40 @@ unsafe extern "C" fn visit_key(
     key: *mut raw::RedisModuleKey,
     privdata: *mut c_void,
 ) {
-    // SAFETY: privdata is the exclusive &mut ScanState that for_each_string passed in.
-    let state = unsafe { &mut *privdata.cast::<ScanState>() };
-    // SAFETY: key is the open handle Redis gives the callback (it may be null).
-    if state.panicked
-        || key.is_null()
-        || unsafe { raw::RedisModule_KeyType.unwrap()(key) } as isize
-            != raw::REDISMODULE_KEYTYPE_STRING
-    {
-        return;
-    }
-    // SAFETY: as above; the length of a string value is read without changing it.
-    if unsafe { raw::RedisModule_ValueLength.unwrap()(key) } > state.max_len {
-        return;
-    }
-    let mut value_len = 0;
-    let value = raw::string_dma(key, &mut value_len, raw::KeyMode::READ);
-    let mut name_len = 0;
-    let name = raw::string_ptr_len(keyname, &mut name_len);
-    if value.is_null() || name.is_null() {
-        return;
-    }
-    // SAFETY: both pointers address that many bytes, alive until this callback returns
-    // (nothing writes to the key meanwhile); the slices do not escape it.
-    let (name, value) = unsafe {
-        (
-            std::slice::from_raw_parts(name.cast::<u8>(), name_len),
-            std::slice::from_raw_parts(value.cast::<u8>(), value_len),
-        )
-    };
-    let db = state.db;
-    let visit = &mut state.visit;
-    if catch_unwind(AssertUnwindSafe(|| visit(db, name, value))).is_err() {
-        state.panicked = true;
-    }
+    guard::or_log("scanning string keys", (), || {
+        // SAFETY: privdata is the exclusive &mut ScanState that for_each_string passed in.
+        let state = unsafe { &mut *privdata.cast::<ScanState>() };
+        // SAFETY: key is the open handle Redis gives the callback (it may be null).
+        if state.panicked
+            || key.is_null()
+            || unsafe { raw::RedisModule_KeyType.unwrap()(key) } as isize
+                != raw::REDISMODULE_KEYTYPE_STRING
+        {
+            return;
+        }
+        // SAFETY: as above; the length of a string value is read without changing it.
+        if unsafe { raw::RedisModule_ValueLength.unwrap()(key) } > state.max_len {
+            return;
+        }
+        let mut value_len = 0;
+        let value = raw::string_dma(key, &mut value_len, raw::KeyMode::READ);
+        let mut name_len = 0;
+        let name = raw::string_ptr_len(keyname, &mut name_len);
+        if value.is_null() || name.is_null() {
+            return;
+        }
+        // SAFETY: both pointers address that many bytes, alive until this callback returns
+        // (nothing writes to the key meanwhile); the slices do not escape it.
+        let (name, value) = unsafe {
+            (
+                std::slice::from_raw_parts(name.cast::<u8>(), name_len),
+                std::slice::from_raw_parts(value.cast::<u8>(), value_len),
+            )
+        };
+        let db = state.db;
+        let visit = &mut state.visit;
+        if catch_unwind(AssertUnwindSafe(|| visit(db, name, value))).is_err() {
+            state.panicked = true;
+        }
+    });
 }
