@@ -107,7 +107,8 @@ pub(crate) fn fits<'a>(
     Ok(())
 }
 
-/// Checks that `nodes` form one deployment ([`fits`], each beside those before it); the
+/// Checks that `nodes` form one deployment (the rule every node met later is held to, each
+/// node beside those before it); the
 /// error names the nodes that disagree.
 pub fn check(nodes: Vec<NodeIdentity>) -> Result<Deployment> {
     let Some(first) = nodes.first().cloned() else {
