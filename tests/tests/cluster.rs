@@ -328,7 +328,7 @@ async fn routing_resharding_and_a_coordinated_failover_under_load() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_master_killed_under_load_is_replaced_without_count_duplicates() {
+async fn a_master_killed_under_load_is_replaced_without_duplicates() {
     let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
     let client = cluster_client(&cluster).await;
     let slot = slot_of(&cluster, "busy");

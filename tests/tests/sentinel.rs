@@ -150,7 +150,7 @@ async fn let_callers_issue(in_phase: &AtomicU64, calls: u64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_client_follows_sentinel_failovers_without_count_duplicates() {
+async fn the_client_follows_sentinel_failovers_without_duplicates() {
     let mut first_master = start(data_node("0"));
     let replicas = [
         replica_of(&first_master, "1"),
