@@ -18,6 +18,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// dropped.
 pub struct Sentinels {
     processes: Vec<(Child, u16, PathBuf)>,
+    /// The sentinels' `requirepass`, if any.
+    password: Option<String>,
 }
 
 impl Sentinels {
@@ -25,11 +27,26 @@ impl Sentinels {
     /// [`MASTER_NAME`], with a quorum of a majority of them, a master considered down after
     /// `down_after_ms` without an answer, and a failover timeout of 5 s.
     pub fn start(count: u16, master_port: u16, down_after_ms: u64) -> Sentinels {
+        Sentinels::start_protected(count, master_port, down_after_ms, None)
+    }
+
+    /// As [`Sentinels::start`]; with a password, every sentinel requires it from its
+    /// clients (`requirepass` in sentinel.conf), and [`Sentinels::urls`] carry it.
+    pub fn start_protected(
+        count: u16,
+        master_port: u16,
+        down_after_ms: u64,
+        password: Option<&str>,
+    ) -> Sentinels {
         let first = free_ports(count);
         let quorum = count / 2 + 1;
         let mut sentinels = Sentinels {
             processes: Vec::new(),
+            password: password.map(str::to_owned),
         };
+        let requirepass = password
+            .map(|password| format!("requirepass {password}\n"))
+            .unwrap_or_default();
         for port in first..first + count {
             let dir =
                 std::env::temp_dir().join(format!("idgen-sentinel-{}-{port}", std::process::id()));
@@ -42,7 +59,7 @@ impl Sentinels {
                      sentinel monitor {MASTER_NAME} 127.0.0.1 {master_port} {quorum}\n\
                      sentinel down-after-milliseconds {MASTER_NAME} {down_after_ms}\n\
                      sentinel failover-timeout {MASTER_NAME} 5000\n\
-                     sentinel parallel-syncs {MASTER_NAME} 1\n",
+                     sentinel parallel-syncs {MASTER_NAME} 1\n{requirepass}",
                     dir = dir.display()
                 ),
             )
@@ -64,8 +81,9 @@ impl Sentinels {
     fn wait_until_ready(&self, port: u16) {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
-            let pong: redis::RedisResult<String> =
-                Sentinels::conn_to(port).and_then(|mut conn| redis::cmd("PING").query(&mut conn));
+            let pong: redis::RedisResult<String> = self
+                .conn_to(port)
+                .and_then(|mut conn| redis::cmd("PING").query(&mut conn));
             if pong.is_ok() {
                 return;
             }
@@ -77,16 +95,29 @@ impl Sentinels {
         }
     }
 
-    fn conn_to(port: u16) -> redis::RedisResult<redis::Connection> {
-        redis::Client::open(format!("redis://127.0.0.1:{port}/"))?
-            .get_connection_with_timeout(Duration::from_secs(5))
+    fn url_of(&self, port: u16) -> String {
+        match &self.password {
+            None => format!("redis://127.0.0.1:{port}/"),
+            Some(password) => format!("redis://:{password}@127.0.0.1:{port}/"),
+        }
     }
 
-    /// `redis://127.0.0.1:port/` of every sentinel.
+    fn conn_to(&self, port: u16) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(self.url_of(port))?.get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    /// A new connection to sentinel `index`, authenticated if the sentinels require it.
+    pub fn conn(&self, index: usize) -> redis::Connection {
+        self.conn_to(self.processes[index].1)
+            .expect("connect to the sentinel")
+    }
+
+    /// `redis://127.0.0.1:port/` of every sentinel (`redis://:password@…` if they require
+    /// one).
     pub fn urls(&self) -> Vec<String> {
         self.processes
             .iter()
-            .map(|(_, port, _)| format!("redis://127.0.0.1:{port}/"))
+            .map(|(_, port, _)| self.url_of(*port))
             .collect()
     }
 
@@ -94,7 +125,7 @@ impl Sentinels {
     pub fn master_port(&self) -> Option<u16> {
         self.processes.iter().find_map(|(_, port, _)| {
             let reply: redis::RedisResult<(String, u16)> =
-                Sentinels::conn_to(*port).and_then(|mut conn| {
+                self.conn_to(*port).and_then(|mut conn| {
                     redis::cmd("SENTINEL")
                         .arg("GET-MASTER-ADDR-BY-NAME")
                         .arg(MASTER_NAME)
@@ -112,7 +143,7 @@ impl Sentinels {
                 .processes
                 .iter()
                 .map(|(_, port, _)| {
-                    Sentinels::conn_to(*port)
+                    self.conn_to(*port)
                         .and_then(|mut conn| {
                             redis::cmd("SENTINEL")
                                 .arg("GET-MASTER-ADDR-BY-NAME")
@@ -144,7 +175,7 @@ impl Sentinels {
         let port = self.processes[0].1;
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
-            let reply: redis::RedisResult<()> = Sentinels::conn_to(port).and_then(|mut conn| {
+            let reply: redis::RedisResult<()> = self.conn_to(port).and_then(|mut conn| {
                 redis::cmd("SENTINEL")
                     .arg("FAILOVER")
                     .arg(MASTER_NAME)

@@ -3,7 +3,7 @@
 //! password-protected cluster is in cluster.rs (every test cluster requires a password).
 
 use idgen_client::{Client, Error, SegmentOptions, Topology};
-use idgen_tests::{server_has_tls, Server, ServerOptions, TlsFiles};
+use idgen_tests::{acl_log, create_acl_user, server_has_tls, Server, ServerOptions, TlsFiles};
 use redis::cmd;
 
 /// What an application does: single IDs, a batch, a range, local segment values.
@@ -17,30 +17,6 @@ async fn use_like_an_application(client: &Client) {
     let value = buffer.next().await.unwrap();
     assert!(value > range.last);
     assert_eq!(client.decode(id).unwrap().offset, 0);
-}
-
-/// `ACL LOG` as the default user: every denied command since the start.
-fn acl_log(server: &Server) -> Vec<redis::Value> {
-    cmd("ACL").arg("LOG").query(&mut server.conn()).unwrap()
-}
-
-/// Creates an ACL user with these rules; `client|setinfo` is added where the server knows
-/// it (7.2+ and Valkey): redis-rs announces its name and version with it on connect.
-fn create_user(server: &Server, name: &str, password: &str, rules: &[&str]) {
-    let setuser = |extra: &[&str]| -> redis::RedisResult<()> {
-        cmd("ACL")
-            .arg("SETUSER")
-            .arg(name)
-            .arg("reset")
-            .arg("on")
-            .arg(format!(">{password}"))
-            .arg(rules)
-            .arg(extra)
-            .query(&mut server.conn())
-    };
-    if setuser(&["+client|setinfo"]).is_err() {
-        setuser(&[]).unwrap(); // Redis 7.0: no CLIENT SETINFO to grant
-    }
 }
 
 fn url_as(server: &Server, user: &str, password: &str) -> String {
@@ -77,7 +53,7 @@ async fn a_tls_only_server_serves_the_client() {
 #[tokio::test]
 async fn an_application_user_without_admin_rights_leaves_no_acl_denials() {
     let server = Server::start(&[]);
-    create_user(
+    create_acl_user(
         &server,
         "app",
         "secret",
@@ -94,7 +70,7 @@ async fn an_application_user_without_admin_rights_leaves_no_acl_denials() {
 async fn the_minimal_acl_in_the_docs_is_enough() {
     let server = Server::start(&[]);
     // docs/client.md: the commands the client sends, on the keys the application uses.
-    create_user(
+    create_acl_user(
         &server,
         "ids",
         "pw",
@@ -123,7 +99,7 @@ async fn the_minimal_acl_in_the_docs_is_enough() {
 #[tokio::test]
 async fn a_user_who_may_not_read_the_identity_is_told_what_to_grant() {
     let server = Server::start(&[]);
-    create_user(&server, "ids", "pw", &["~*", "+snowflake.next", "+ping"]);
+    create_acl_user(&server, "ids", "pw", &["~*", "+snowflake.next", "+ping"]);
     let error = Client::connect(Topology::single(url_as(&server, "ids", "pw")).unwrap())
         .await
         .unwrap_err();

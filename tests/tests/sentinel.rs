@@ -11,7 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idgen_client::{Client, SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
-use idgen_tests::{count_duplicates, Sentinels, Server, ServerOptions, SENTINEL_MASTER_NAME};
+use idgen_tests::{
+    acl_log, count_duplicates, create_acl_user, Sentinels, Server, ServerOptions,
+    SENTINEL_MASTER_NAME,
+};
 
 /// A sentinel considers the master down after this long without an answer (Redis's
 /// default is 30 s; short here so that the test runs in seconds).
@@ -35,9 +38,10 @@ fn replica_of(master: &Server, offset: &str) -> Server {
     replica
 }
 
-/// Waits until every sentinel knows both replicas and the other sentinels: before that a
+/// Waits until every sentinel knows the `replicas` and the other sentinels: before that a
 /// failover has no candidate or no quorum.
-fn wait_until_sentinels_see_everything(sentinels: &Sentinels) {
+fn wait_until_sentinels_see_everything(sentinels: &Sentinels, replicas: u32) {
+    let others = sentinels.urls().len() as u32 - 1;
     let deadline = Instant::now() + Duration::from_secs(30);
     for url in sentinels.urls() {
         let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
@@ -48,7 +52,8 @@ fn wait_until_sentinels_see_everything(sentinels: &Sentinels) {
                 .query(&mut conn)
                 .unwrap();
             let count = |name: &str| fields.get(name).and_then(|v| v.parse::<u32>().ok());
-            if count("num-slaves") == Some(2) && count("num-other-sentinels") == Some(2) {
+            if count("num-slaves") == Some(replicas) && count("num-other-sentinels") == Some(others)
+            {
                 break;
             }
             assert!(
@@ -157,7 +162,7 @@ async fn the_client_follows_sentinel_failovers_without_duplicates() {
         replica_of(&first_master, "2"),
     ];
     let sentinels = Sentinels::start(3, first_master.port(), DOWN_AFTER_MS);
-    wait_until_sentinels_see_everything(&sentinels);
+    wait_until_sentinels_see_everything(&sentinels, 2);
 
     let topology = Topology::sentinel(SENTINEL_MASTER_NAME, sentinels.urls()).unwrap();
     let settings = Settings::default().failover_retry_for(Duration::from_secs(30));
@@ -299,7 +304,7 @@ async fn a_replica_added_later_that_clashes_is_never_used_even_when_promoted() {
     // Misconfigured: the same offset as the master.
     let bad = replica_of(&master, "0");
     tokio::task::block_in_place(|| {
-        wait_until_sentinels_see_everything(&sentinels);
+        wait_until_sentinels_see_everything(&sentinels, 2);
         sentinels.failover();
         sentinels.wait_for_new_master(master.port(), Duration::from_secs(30));
         wait_demoted(&master);
@@ -318,4 +323,68 @@ async fn a_replica_added_later_that_clashes_is_never_used_even_when_promoted() {
         idgen_tests::info_field(&mut conn, "snowflake_ids_issued"),
         "0"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_least_privilege_user_behind_password_protected_sentinels_follows_a_failover() {
+    let master = start(data_node("0"));
+    let replica = replica_of(&master, "1");
+    // docs/sentinel.md: the one-node grants of docs/client.md, plus ROLE. ACL users are per
+    // node (ACL SETUSER is not replicated): every data node gets the user.
+    let rules = [
+        "~orders:*",
+        "~invoice",
+        "+idgen.identity",
+        "+snowflake.next",
+        "+segment.next",
+        "+ping",
+        "+role",
+    ];
+    for node in [&master, &replica] {
+        create_acl_user(node, "ids", "pw", &rules);
+    }
+    let sentinels =
+        Sentinels::start_protected(3, master.port(), DOWN_AFTER_MS, Some("sentinel-secret"));
+    tokio::task::block_in_place(|| wait_until_sentinels_see_everything(&sentinels, 1));
+    let unauthenticated = redis::Client::open(sentinels.urls()[0].replace(":sentinel-secret@", ""))
+        .unwrap()
+        .get_connection()
+        .and_then(|mut conn| redis::cmd("PING").query::<String>(&mut conn));
+    assert!(
+        unauthenticated.is_err(),
+        "the sentinels answered without the password"
+    );
+
+    let topology = Topology::sentinel(SENTINEL_MASTER_NAME, sentinels.urls())
+        .unwrap()
+        .data_nodes("redis://ids:pw@any-host/")
+        .unwrap();
+    let settings = Settings::default().failover_retry_for(Duration::from_secs(30));
+    let client = Client::connect_with(topology, settings).await.unwrap();
+    assert_eq!(
+        client.deployment().nodes.len(),
+        2,
+        "master and replica checked"
+    );
+    let buffer = client.segment_buffer("invoice", SegmentOptions::default().initial_size(10));
+    let mut snowflakes = vec![client.next_snowflake("orders:1").await.unwrap()];
+    let mut segments = vec![buffer.next().await.unwrap()];
+
+    tokio::task::block_in_place(|| {
+        sentinels.failover();
+        sentinels.wait_for_new_master(master.port(), Duration::from_secs(30));
+        wait_demoted(&master);
+    });
+    for _ in 0..100 {
+        snowflakes.push(client.next_snowflake("orders:1").await.unwrap());
+        segments.push(buffer.next().await.unwrap());
+    }
+    assert_eq!(client.metrics().failovers, 1, "the new master was followed");
+    assert_eq!(count_duplicates(&snowflakes), 0);
+    assert_eq!(count_duplicates(&segments), 0);
+    let on_new_master = client.decode(*snowflakes.last().unwrap()).unwrap();
+    assert_eq!(on_new_master.offset, 1, "issued by the promoted replica");
+    for node in [&master, &replica] {
+        assert_eq!(acl_log(node), [], "node {} denied a command", node.port());
+    }
 }
