@@ -10,6 +10,7 @@
 # (cargo build --release -p idgen-module) and redis-benchmark (redis-tools).
 #
 #   scripts/module-floor.sh [ROUNDS] [REQUESTS]      # defaults: 3 rounds of 2,000,000
+#   REDIS_SERVER=$(scripts/valkey-server.sh --path) scripts/module-floor.sh   # on Valkey
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -18,7 +19,9 @@ module=$PWD/target/release/libidgen.so
 [ -f "$module" ] || { echo "build the module first: cargo build --release -p idgen-module" >&2; exit 1; }
 dir=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+server=${REDIS_SERVER:-redis-server}
+"$server" --version
+"$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
   --logfile "$dir/redis.log" --loadmodule "$module" snowflake-restart-fence no >/dev/null &
 pid=$!
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
