@@ -168,9 +168,11 @@ impl Sentinels {
         }
     }
 
-    /// Asks one sentinel to fail over now (`SENTINEL FAILOVER`), as an operator would;
-    /// while it has no replica it considers fit yet (`NOGOODSLAVE`: it has not refreshed
-    /// the replica's INFO since it joined), asks again.
+    /// Asks one sentinel to fail over now (`SENTINEL FAILOVER`), as an operator would.
+    /// Asks again while it has no replica it considers fit yet (`NOGOODSLAVE`: it has not
+    /// refreshed the replica's INFO since it joined) or is still finishing an earlier
+    /// failover (`INPROG`: the sentinels already agree on the new master while the one that
+    /// led the failover is still reconfiguring replicas).
     pub fn failover(&self) {
         let port = self.processes[0].1;
         let deadline = Instant::now() + START_TIMEOUT;
@@ -182,7 +184,10 @@ impl Sentinels {
                     .query(&mut conn)
             });
             match reply {
-                Err(error) if error.code() == Some("NOGOODSLAVE") && Instant::now() < deadline => {
+                Err(error)
+                    if matches!(error.code(), Some("NOGOODSLAVE" | "INPROG"))
+                        && Instant::now() < deadline =>
+                {
                     std::thread::sleep(Duration::from_millis(200));
                 }
                 other => return other.expect("SENTINEL FAILOVER"),
