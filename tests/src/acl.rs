@@ -5,6 +5,17 @@ use redis::cmd;
 
 use crate::server::Server;
 
+/// The grants docs/client.md gives an application user of one node: the commands the client
+/// sends, on the keys the tests' application uses (`orders:*`, `invoice`).
+pub const DOCUMENTED_ONE_NODE_GRANTS: [&str; 6] = [
+    "~orders:*",
+    "~invoice",
+    "+idgen.identity",
+    "+snowflake.next",
+    "+segment.next",
+    "+ping",
+];
+
 /// Creates (or resets) the ACL user `name` with `password` and these rules; adds
 /// `+client|setinfo` where the server knows that subcommand (Redis 7.2+ and Valkey):
 /// redis-rs announces its name and version with it on connect. ACL users are per node:

@@ -3,7 +3,10 @@
 //! password-protected cluster is in cluster.rs (every test cluster requires a password).
 
 use idgen_client::{Client, Error, SegmentOptions, Topology};
-use idgen_tests::{acl_log, create_acl_user, server_has_tls, Server, ServerOptions, TlsFiles};
+use idgen_tests::{
+    acl_log, create_acl_user, server_has_tls, Server, ServerOptions, TlsFiles,
+    DOCUMENTED_ONE_NODE_GRANTS,
+};
 use redis::cmd;
 
 /// What an application does: single IDs, a batch, a range, local segment values.
@@ -69,20 +72,7 @@ async fn an_application_user_without_admin_rights_leaves_no_acl_denials() {
 #[tokio::test]
 async fn the_minimal_acl_in_the_docs_is_enough() {
     let server = Server::start(&[]);
-    // docs/client.md: the commands the client sends, on the keys the application uses.
-    create_acl_user(
-        &server,
-        "ids",
-        "pw",
-        &[
-            "~orders:*",
-            "~invoice",
-            "+idgen.identity",
-            "+snowflake.next",
-            "+segment.next",
-            "+ping",
-        ],
-    );
+    create_acl_user(&server, "ids", "pw", &DOCUMENTED_ONE_NODE_GRANTS);
     let client = Client::connect(Topology::single(url_as(&server, "ids", "pw")).unwrap())
         .await
         .unwrap();

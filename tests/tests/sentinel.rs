@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use idgen_client::{Client, SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
 use idgen_tests::{
     acl_log, count_duplicates, create_acl_user, Sentinels, Server, ServerOptions,
-    SENTINEL_MASTER_NAME,
+    DOCUMENTED_ONE_NODE_GRANTS, SENTINEL_MASTER_NAME,
 };
 
 /// A sentinel considers the master down after this long without an answer (Redis's
@@ -41,10 +41,11 @@ fn replica_of(master: &Server, offset: &str) -> Server {
 /// Waits until every sentinel knows the `replicas` and the other sentinels: before that a
 /// failover has no candidate or no quorum.
 fn wait_until_sentinels_see_everything(sentinels: &Sentinels, replicas: u32) {
-    let others = sentinels.urls().len() as u32 - 1;
+    let count = sentinels.urls().len();
+    let others = count as u32 - 1;
     let deadline = Instant::now() + Duration::from_secs(30);
-    for url in sentinels.urls() {
-        let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+    for index in 0..count {
+        let mut conn = sentinels.conn(index);
         loop {
             let fields: std::collections::HashMap<String, String> = redis::cmd("SENTINEL")
                 .arg("MASTER")
@@ -256,25 +257,7 @@ async fn a_replica_sharing_the_masters_offset_is_refused_at_connect() {
     let master = start(data_node("0"));
     let _replica = replica_of(&master, "0");
     let sentinels = Sentinels::start(1, master.port(), DOWN_AFTER_MS);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::task::block_in_place(|| {
-        let mut conn = redis::Client::open(sentinels.urls()[0].as_str())
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        let fields: std::collections::HashMap<String, String> = redis::cmd("SENTINEL")
-            .arg("MASTER")
-            .arg(SENTINEL_MASTER_NAME)
-            .query(&mut conn)
-            .unwrap();
-        fields.get("num-slaves").map(String::as_str) != Some("1")
-    }) {
-        assert!(
-            Instant::now() < deadline,
-            "the sentinel never saw the replica"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    tokio::task::block_in_place(|| wait_until_sentinels_see_everything(&sentinels, 1));
     let topology = Topology::sentinel(SENTINEL_MASTER_NAME, sentinels.urls()).unwrap();
     let error = Client::connect(topology).await.unwrap_err().to_string();
     assert!(error.contains("share offset 0"), "{error}");
@@ -331,15 +314,10 @@ async fn a_least_privilege_user_behind_password_protected_sentinels_follows_a_fa
     let replica = replica_of(&master, "1");
     // docs/sentinel.md: the one-node grants of docs/client.md, plus ROLE. ACL users are per
     // node (ACL SETUSER is not replicated): every data node gets the user.
-    let rules = [
-        "~orders:*",
-        "~invoice",
-        "+idgen.identity",
-        "+snowflake.next",
-        "+segment.next",
-        "+ping",
-        "+role",
-    ];
+    let rules: Vec<&str> = DOCUMENTED_ONE_NODE_GRANTS
+        .into_iter()
+        .chain(["+role"])
+        .collect();
     for node in [&master, &replica] {
         create_acl_user(node, "ids", "pw", &rules);
     }
