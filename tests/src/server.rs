@@ -322,11 +322,14 @@ impl Server {
         }
     }
 
-    /// One field of an INFO section, if present.
+    /// One field of an INFO section; `None` if it is absent or the server could not be asked
+    /// right now. Callers poll it while a server changes role, and Sentinel, reconfiguring
+    /// a node, closes its normal client connections (`CLIENT KILL TYPE normal`): a connection
+    /// refused or reset then is "not yet", exactly like a query that failed.
     pub fn info_value(&self, section: &str, field: &str) -> Option<String> {
         let info: String = redis::cmd("INFO")
             .arg(section)
-            .query(&mut self.conn())
+            .query(&mut self.try_conn().ok()?)
             .ok()?;
         crate::values::info_line(&info, field)
     }
