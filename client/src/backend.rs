@@ -2,7 +2,7 @@
 //! routed by key in a cluster, or to the master Sentinel names, retrying through a
 //! failover.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,11 +17,35 @@ use crate::metrics::Metrics;
 use crate::sentinel::SentinelMaster;
 use crate::settings::Settings;
 
+/// How often a node marked down is probed in the background, so that it serves again as
+/// soon as it answers (after a restart, say a rolling upgrade) rather than when its mark
+/// runs out.
+const PROBE_EVERY: Duration = Duration::from_millis(100);
+
 /// One independent node and its pool.
 pub(crate) struct Node {
     pub(crate) address: String,
     pool: bb8::Pool<Manager<NodeConnector>>,
+    check: IdentityCheck,
+    health: Arc<Health>,
+}
+
+/// Whether a node is marked down, and whether a probe is watching it.
+#[derive(Debug, Default)]
+struct Health {
     down_until: Mutex<Option<Instant>>,
+    probing: AtomicBool,
+}
+
+impl Health {
+    fn is_down(&self) -> bool {
+        let down_until = self.down_until.lock().unwrap_or_else(|p| p.into_inner());
+        down_until.is_some_and(|until| Instant::now() < until)
+    }
+
+    fn set(&self, down_until: Option<Instant>) {
+        *self.down_until.lock().unwrap_or_else(|p| p.into_inner()) = down_until;
+    }
 }
 
 impl Node {
@@ -36,30 +60,65 @@ impl Node {
             guard,
         };
         Ok(Node {
-            pool: node_pool(NodeConnector::new(info, settings)?, check, settings),
+            pool: node_pool(NodeConnector::new(info, settings)?, settings),
+            check,
             address,
-            down_until: Mutex::new(None),
+            health: Arc::default(),
         })
     }
 
     fn is_down(&self) -> bool {
-        let down_until = self.down_until.lock().unwrap_or_else(|p| p.into_inner());
-        down_until.is_some_and(|until| Instant::now() < until)
+        self.health.is_down()
     }
 
+    /// Marks the node up, or down for `down_for`: calls try it last meanwhile, and a probe
+    /// in the background marks it up again as soon as it answers and passes the identity
+    /// check. The probe holds the node's state weakly and ends with the client.
     fn mark(&self, down_for: Option<Duration>) {
-        *self.down_until.lock().unwrap_or_else(|p| p.into_inner()) =
-            down_for.map(|duration| Instant::now() + duration);
+        let Some(down_for) = down_for else {
+            return self.health.set(None);
+        };
+        self.health.set(Some(Instant::now() + down_for));
+        if self.health.probing.swap(true, Ordering::AcqRel) {
+            return; // a probe is already watching
+        }
+        let health = Arc::downgrade(&self.health);
+        let (pool, check) = (self.pool.clone(), self.check.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(PROBE_EVERY).await;
+                let Some(health) = health.upgrade() else {
+                    return;
+                };
+                if !health.is_down() || probe(&pool, &check).await.is_ok() {
+                    health.set(None);
+                    health.probing.store(false, Ordering::Release);
+                    return;
+                }
+            }
+        });
     }
 
     pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
         let mut lent = lend(&self.pool).await?;
+        lent.ensure_checked(&self.check).await?;
         let result = cmd.query_async(&mut lent.connection).await;
         if let Err(error) = &result {
             lent.check(error);
         }
         Ok(result?)
     }
+}
+
+/// Whether a node marked down serves again: a pooled connection, the identity check, PING.
+async fn probe(pool: &bb8::Pool<Manager<NodeConnector>>, check: &IdentityCheck) -> Result<()> {
+    let mut lent = lend(pool).await?;
+    lent.ensure_checked(check).await?;
+    let pong: redis::RedisResult<()> = redis::cmd("PING").query_async(&mut lent.connection).await;
+    if let Err(error) = &pong {
+        lent.check(error);
+    }
+    Ok(pong?)
 }
 
 /// Independent nodes (one, in single mode): any node serves any key.
@@ -96,11 +155,15 @@ impl NodeSet {
                     }
                     return Ok(value);
                 }
-                Err(error) if error.is_retryable() => {
+                Err(error) if error.is_retryable() || node_cannot_serve(&error) => {
                     if matches!(error, Error::Transport(_)) {
                         Metrics::add(&metrics.transport_errors, 1);
                         node.mark(Some(self.retry_after));
                         tracing::warn!(node = %node.address, %error, "node failed; trying another");
+                    } else if node_cannot_serve(&error) {
+                        Metrics::add(&metrics.refusals, 1);
+                        node.mark(Some(self.retry_after));
+                        tracing::warn!(node = %node.address, %error, "node cannot serve; trying another");
                     } else {
                         Metrics::add(&metrics.refusals, 1);
                     }
@@ -122,6 +185,17 @@ impl NodeSet {
                 ),
             },
         })
+    }
+}
+
+/// Whether `error` says this node cannot serve now, though another may: it was refused by
+/// the identity check (a deployment error naming what changed), or it is still loading its
+/// data after a restart.
+fn node_cannot_serve(error: &Error) -> bool {
+    match error {
+        Error::Deployment(_) => true,
+        Error::Server { code, .. } => code == "LOADING",
+        _ => false,
     }
 }
 

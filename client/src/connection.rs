@@ -1,7 +1,6 @@
 //! Pooled connections (bb8) to single nodes and to a cluster.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -13,11 +12,13 @@ use crate::identity;
 use crate::identity_guard::IdentityGuard;
 use crate::settings::Settings;
 
-/// A pooled connection and the flag that marks it broken, shared with every call using it:
-/// the pool drops a connection so marked instead of handing it out again.
+/// A pooled connection and the flags shared with every call using it: `broken` makes the
+/// pool drop it instead of handing it out again; `checked` says its node passed the
+/// identity check on this connection.
 pub(crate) struct Tracked<C> {
     connection: C,
     broken: Arc<AtomicBool>,
+    checked: Arc<AtomicBool>,
 }
 
 impl<C> Tracked<C> {
@@ -25,6 +26,7 @@ impl<C> Tracked<C> {
         Tracked {
             connection,
             broken: Arc::new(AtomicBool::new(false)),
+            checked: Arc::new(AtomicBool::new(false)),
         }
     }
 }
@@ -35,6 +37,7 @@ impl<C> Tracked<C> {
 pub(crate) struct Lent<C> {
     pub(crate) connection: C,
     broken: Arc<AtomicBool>,
+    checked: Arc<AtomicBool>,
 }
 
 impl<C> Lent<C> {
@@ -43,6 +46,27 @@ impl<C> Lent<C> {
     pub(crate) fn check(&self, error: &redis::RedisError) {
         if error.is_io_error() || error.is_timeout() || error.is_connection_dropped() {
             self.broken.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Lent<MultiplexedConnection> {
+    /// Runs the identity check on this connection's first use (see [`IdentityCheck`]).
+    /// A connection that fails it is dropped, so the next call opens a new one and asks
+    /// again: a node that comes back with its identity is used at once.
+    pub(crate) async fn ensure_checked(&mut self, check: &IdentityCheck) -> crate::Result<()> {
+        if self.checked.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        match check.verify(&mut self.connection).await {
+            Ok(()) => {
+                self.checked.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(error) => {
+                self.broken.store(true, Ordering::Relaxed);
+                Err(error)
+            }
         }
     }
 }
@@ -59,6 +83,7 @@ pub(crate) async fn lend<C: Connect>(
         return Ok(Lent {
             connection: pooled.connection.clone(),
             broken: pooled.broken.clone(),
+            checked: pooled.checked.clone(),
         });
     }
 }
@@ -113,33 +138,29 @@ impl Connect for NodeConnector {
     }
 }
 
-/// Checks every new connection to a node against the identities the client trusts, before
-/// the pool hands it out: a node the client reconnects to must not have changed its
-/// identity (see [`IdentityGuard`]).
-#[derive(Debug)]
+/// Checks a node's identity on every new connection to it, against the identities the
+/// client trusts: a node the client reconnects to must not have changed its identity (see
+/// [`IdentityGuard`]).
+///
+/// The check runs when a call first uses the connection, not inside the pool (bb8's
+/// connection customizer): the pool keeps a failed connection attempt's error to itself, so
+/// a refused node would reach callers as "timed out waiting for a pooled connection" instead
+/// of the reason.
+#[derive(Debug, Clone)]
 pub(crate) struct IdentityCheck {
     pub(crate) address: String,
     pub(crate) guard: Arc<IdentityGuard>,
 }
 
-impl bb8::CustomizeConnection<Tracked<MultiplexedConnection>, redis::RedisError> for IdentityCheck {
-    fn on_acquire<'a>(
-        &'a self,
-        connection: &'a mut Tracked<MultiplexedConnection>,
-    ) -> Pin<Box<dyn Future<Output = Result<(), redis::RedisError>> + Send + 'a>> {
-        Box::pin(async move {
-            let verdict = identity::fetch(&mut connection.connection, &self.address)
-                .await
-                .map_err(|error| error.to_string())
-                .and_then(|identity| self.guard.admit(identity));
-            verdict.map_err(|problem| {
-                tracing::error!(node = %self.address, %problem, "node refused by the identity check");
-                redis::RedisError::from((
-                    redis::ErrorKind::Client,
-                    "node refused by the identity check",
-                    problem,
-                ))
-            })
+impl IdentityCheck {
+    /// Asks the node behind `connection` for its identity and holds it to the deployment.
+    /// A refusal is a [`crate::Error::Deployment`] naming what changed; a failure to ask
+    /// (the connection dropped, the node still loading) is returned as it is.
+    async fn verify(&self, connection: &mut MultiplexedConnection) -> crate::Result<()> {
+        let identity = identity::fetch(connection, &self.address).await?;
+        self.guard.admit(identity).map_err(|problem| {
+            tracing::error!(node = %self.address, %problem, "node refused by the identity check");
+            crate::Error::Deployment(problem)
         })
     }
 }
@@ -208,15 +229,13 @@ impl<C: Connect> bb8::ManageConnection for Manager<C> {
 }
 
 /// Logs why a pooled connection could not be opened (bb8 otherwise drops the reason, and a
-/// caller sees only a timeout). Identity refusals are logged, as errors, where they occur.
+/// caller sees only a timeout).
 #[derive(Debug, Clone, Copy)]
 struct LogConnectFailures;
 
 impl bb8::ErrorSink<redis::RedisError> for LogConnectFailures {
     fn sink(&self, error: redis::RedisError) {
-        if error.kind() != redis::ErrorKind::Client {
-            tracing::warn!(%error, "opening a pooled connection failed");
-        }
+        tracing::warn!(%error, "opening a pooled connection failed");
     }
 
     fn boxed_clone(&self) -> Box<dyn bb8::ErrorSink<redis::RedisError>> {
@@ -235,15 +254,12 @@ fn pool_builder<C: Connect>(settings: &Settings) -> bb8::Builder<Manager<C>> {
         .error_sink(Box::new(LogConnectFailures))
 }
 
-/// The pool of one node's connections, each checked by `check` before it is handed out.
+/// The pool of one node's connections.
 pub(crate) fn node_pool(
     connector: NodeConnector,
-    check: IdentityCheck,
     settings: &Settings,
 ) -> bb8::Pool<Manager<NodeConnector>> {
-    pool_builder(settings)
-        .connection_customizer(Box::new(check))
-        .build_unchecked(Manager(connector))
+    pool_builder(settings).build_unchecked(Manager(connector))
 }
 
 /// The pool of cluster connections.

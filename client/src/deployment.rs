@@ -20,7 +20,7 @@ pub struct NodeIdentity {
     pub layout: Layout,
     /// The ID width the layout adds up to.
     pub id_bits: u32,
-    /// The idgen module's version on this node (`0.1.0`). Not compared: nodes may run
+    /// The idgen module's version on this node (`0.2.0`). Not compared: nodes may run
     /// different versions during a rolling upgrade.
     pub module_version: String,
 }

@@ -4,7 +4,7 @@
 
 use std::ffi::CStr;
 
-/// The crate version, `0.1.0`.
+/// The crate version, such as `0.2.0`.
 pub const TEXT: &str = env!("CARGO_PKG_VERSION");
 
 /// The same as a C string, for COMMAND DOCS' `since`: every command exists since the first

@@ -47,6 +47,11 @@ fn script() -> PathBuf {
 impl Cluster {
     /// Starts a cluster on free ports; panics with the script's output if it fails.
     pub fn start() -> Cluster {
+        Cluster::start_with_module(&module_path())
+    }
+
+    /// Starts a cluster whose nodes load `module` (e.g. the previous release's).
+    pub fn start_with_module(module: &Path) -> Cluster {
         let base_port = free_ports(NODES);
         let dir =
             std::env::temp_dir().join(format!("idgen-cluster-{}-{base_port}", std::process::id()));
@@ -62,7 +67,7 @@ impl Cluster {
             ])
             .arg("--dir")
             .arg(&cluster.dir)
-            .env("IDGEN_MODULE", module_path())
+            .env("IDGEN_MODULE", module)
             .output()
             .expect("run scripts/cluster.sh");
         assert!(
@@ -165,6 +170,52 @@ impl Cluster {
     pub fn kill(&self, port: u16) {
         // SAFETY: signalling a process this test started, by its pid.
         unsafe { libc::kill(self.pid(port) as libc::pid_t, libc::SIGKILL) };
+    }
+
+    /// Stops the node on `port` (SIGTERM: it flushes its AOF) and starts it again with the
+    /// same command line, loading `module` instead of the one it had: a rolling upgrade or
+    /// downgrade of one node. Returns when it answers PING (its data loaded).
+    pub fn restart_node_onto(&self, port: u16, module: &Path) {
+        let pid = self.pid(port);
+        // SAFETY: signalling a process this test started, by its pid.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        // SAFETY: probing (signal 0) a pid this test started; it errs once the process is gone.
+        while unsafe { libc::kill(pid as libc::pid_t, 0) } == 0 {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let dir = self.dir.join(format!("node-{}", port - self.base_port));
+        let saved = std::fs::read(dir.join("command")).expect("the node's command file");
+        let mut args: Vec<String> = saved
+            .split(|&byte| byte == 0)
+            .filter(|arg| !arg.is_empty())
+            .map(|arg| String::from_utf8_lossy(arg).into_owned())
+            .collect();
+        let at = args
+            .iter()
+            .position(|arg| arg == "--loadmodule")
+            .expect("--loadmodule")
+            + 1;
+        args[at] = module.display().to_string();
+        let status = Command::new(&args[0])
+            .args(&args[1..])
+            .status()
+            .expect("start the node again");
+        assert!(status.success(), "node on port {port} did not start again");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let pong = redis::Client::open(node_url(port))
+                .unwrap()
+                .get_connection_with_timeout(Duration::from_secs(1))
+                .and_then(|mut conn| redis::cmd("PING").query::<String>(&mut conn));
+            if pong.is_ok() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node on port {port} never answered"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Waits until every live node reports `cluster_state:ok`.

@@ -19,7 +19,9 @@ mod values;
 pub use acl::{acl_log, create_acl_user, DOCUMENTED_ONE_NODE_GRANTS};
 pub use cluster::{Cluster, NodeInfo, NODES, PASSWORD as CLUSTER_PASSWORD};
 pub use sentinel::{Sentinels, MASTER_NAME as SENTINEL_MASTER_NAME};
-pub use server::{module_path, server_has_tls, LoadFailure, Server, ServerOptions};
+pub use server::{
+    module_path, previous_module_path, server_has_tls, LoadFailure, Server, ServerOptions,
+};
 pub use tls::TlsFiles;
 pub use traffic::{write_traffic, WriteTraffic};
 pub use values::{

@@ -77,9 +77,25 @@ pub fn module_path() -> PathBuf {
     path
 }
 
+/// The previous release's module library, for the upgrade tests: `$IDGEN_PREVIOUS_MODULE`,
+/// which `scripts/test.sh` sets to what `scripts/previous-release.sh` builds.
+pub fn previous_module_path() -> PathBuf {
+    let path = std::env::var_os("IDGEN_PREVIOUS_MODULE")
+        .map(PathBuf::from)
+        .expect(
+            "IDGEN_PREVIOUS_MODULE is not set: the upgrade tests load the previous release's \
+         module; run them through scripts/test.sh, or set it to the output of \
+         scripts/previous-release.sh",
+        );
+    assert!(path.exists(), "{} does not exist", path.display());
+    path
+}
+
 /// What to start a server with.
 #[derive(Debug, Clone, Default)]
 pub struct ServerOptions {
+    /// The module library to load; `None` for this build's ([`module_path`]).
+    pub module: Option<PathBuf>,
     /// Arguments after the module path: `step 3 offset 1 ...`.
     pub module_args: Vec<String>,
     /// Further redis-server arguments, e.g. `--appendonly yes`.
@@ -95,11 +111,18 @@ impl ServerOptions {
     /// Options with these module arguments and no extra server arguments.
     pub fn module(args: &[&str]) -> Self {
         ServerOptions {
+            module: None,
             module_args: args.iter().map(|s| s.to_string()).collect(),
             server_args: Vec::new(),
             launcher: Vec::new(),
             tls: None,
         }
+    }
+
+    /// Loads this module library instead of this build's (e.g. [`previous_module_path`]).
+    pub fn module_library(mut self, library: PathBuf) -> Self {
+        self.module = Some(library);
+        self
     }
 
     /// Serves TLS only (`--port 0 --tls-port P`), with `files` as certificate and CA.
@@ -203,7 +226,7 @@ impl Server {
             .arg(self.log_path())
             .args(&self.options.server_args)
             .arg("--loadmodule")
-            .arg(module_path())
+            .arg(self.options.module.clone().unwrap_or_else(module_path))
             .args(&self.options.module_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -394,6 +417,12 @@ impl Server {
             unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
             let _ = child.wait();
         }
+    }
+
+    /// Loads `library` from the next start on (a rolling upgrade or downgrade: stop the
+    /// server, switch, start it again); `None` for this build's module.
+    pub fn switch_module(&mut self, library: Option<PathBuf>) {
+        self.options.module = library;
     }
 
     /// Starts the stopped server again on the same port and directory, with its options
