@@ -12,6 +12,7 @@ mod cmd_identity;
 mod cmd_segment;
 mod cmd_snowflake;
 mod command_docs;
+mod compat;
 mod counters;
 mod events;
 mod fence;

@@ -18,7 +18,7 @@ use redis_module::{native_types::RedisType, raw};
 use idgen_core::{KeyRecord, KeyState};
 
 use crate::key::ModuleValue;
-use crate::{clock, guard, segment_marks, state};
+use crate::{clock, compat, guard, segment_marks, state};
 
 /// What a snowflake key holds.
 #[derive(Debug, Clone, Copy)]
@@ -39,10 +39,9 @@ impl SnowflakeKey {
     }
 }
 
-/// Encoding version of the type. A key: its last ID (0 and 1, loaded as a bound with no
-/// owner), then bound and owner (2). The aux record: the snowflake position (0), then the
-/// remembered segment values (1 on).
-const ENCODING_VERSION: i32 = 2;
+/// Encoding version of the type: see `compat`, which says what each encoding holds and
+/// what this release does with newer ones.
+const ENCODING_VERSION: i32 = compat::KNOWN;
 
 /// The first encoding whose keys carry bound and owner.
 const KEY_WITH_OWNER: c_int = 2;
@@ -130,10 +129,11 @@ unsafe extern "C" fn aux_save(rdb: *mut raw::RedisModuleIO, _when: c_int) {
 /// Called by Redis only, while it loads an RDB file or stream, with that file's IO handle.
 unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, _when: c_int) -> c_int {
     let failed = raw::REDISMODULE_ERR as c_int;
-    if !(0..=ENCODING_VERSION).contains(&encver) {
-        return failed;
-    }
     guard::or_log("loading the snowflake position from RDB", failed, || {
+        if !compat::readable(encver) {
+            compat::refuse_aux(rdb, encver);
+            return failed;
+        }
         let loaded = (|| -> Result<(), redis_module::error::Error> {
             let last_time_ms = raw::load_unsigned(rdb)?;
             // The instance's own saved position, or its master's in a full sync: either way
@@ -167,10 +167,11 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, _when
 /// Called by Redis only, while it loads a `snowflake` key, with the file's IO handle. The
 /// pointer returned becomes the key's value (a `Box<SnowflakeKey>`), or null for a failure.
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    if !(0..=ENCODING_VERSION).contains(&encver) {
-        return std::ptr::null_mut();
-    }
     guard::or_log("loading a snowflake key", std::ptr::null_mut(), || {
+        if !compat::readable(encver) {
+            compat::refuse_key(rdb, encver);
+            return std::ptr::null_mut();
+        }
         let Ok(bound) = raw::load_unsigned(rdb) else {
             return std::ptr::null_mut();
         };

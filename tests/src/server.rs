@@ -105,6 +105,9 @@ pub struct ServerOptions {
     pub launcher: Vec<String>,
     /// Serve TLS only, with this certificate: no plain-text port at all.
     pub tls: Option<TlsFiles>,
+    /// Data files (an RDB, an AOF directory) copied into the server's directory before it
+    /// first starts, for it to load.
+    pub data_files: Option<PathBuf>,
 }
 
 impl ServerOptions {
@@ -116,7 +119,14 @@ impl ServerOptions {
             server_args: Vec::new(),
             launcher: Vec::new(),
             tls: None,
+            data_files: None,
         }
+    }
+
+    /// Starts the server on a copy of the files in `dir` (see [`ServerOptions::data_files`]).
+    pub fn load_files_from(mut self, dir: &Path) -> Self {
+        self.data_files = Some(dir.to_path_buf());
+        self
     }
 
     /// Loads this module library instead of this build's (e.g. [`previous_module_path`]).
@@ -177,6 +187,9 @@ impl Server {
             let dir =
                 std::env::temp_dir().join(format!("idgen-test-{}-{port}", std::process::id()));
             std::fs::create_dir_all(&dir).expect("create the server directory");
+            if let Some(files) = &options.data_files {
+                copy_tree(files, &dir);
+            }
             let mut server = Server {
                 child: None,
                 port,
@@ -443,6 +456,20 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Copies the files and folders in `from` into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read the data files' directory") {
+        let entry = entry.expect("a directory entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a file type").is_dir() {
+            std::fs::create_dir_all(&target).expect("create a directory");
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a data file");
+        }
     }
 }
 

@@ -325,3 +325,101 @@ async fn a_node_back_with_another_offset_is_refused_with_what_changed() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+/// One master and one replica on different releases: IDs issued on the master, a
+/// failover to the replica, the old master following it (a full sync across releases the
+/// other way), and a failback. Per key, snowflakes and segment values only go up.
+fn fail_over_between(
+    master_library: Option<std::path::PathBuf>,
+    replica_library: Option<std::path::PathBuf>,
+) {
+    let on = |library: &Option<std::path::PathBuf>, offset: &str| {
+        let options = ServerOptions::module(&["step", "2", "offset", offset])
+            .server_args(&["--appendonly", "yes"]);
+        match library {
+            Some(library) => options.module_library(library.clone()),
+            None => options,
+        }
+    };
+    let master = start(on(&master_library, "0"));
+    let replica = start(on(&replica_library, "1").server_args(&[
+        "--replicaof",
+        "127.0.0.1",
+        &master.port().to_string(),
+    ]));
+    replica.wait_in_sync();
+    let mut snowflakes = Vec::new();
+    let mut segments = Vec::new();
+    let mut issue = |server: &Server| {
+        let mut conn = server.conn();
+        for _ in 0..200 {
+            snowflakes.push(
+                redis::cmd("SNOWFLAKE.NEXT")
+                    .arg("orders")
+                    .query::<i64>(&mut conn)
+                    .unwrap(),
+            );
+            segments.push(
+                redis::cmd("SEGMENT.NEXT")
+                    .arg("invoice")
+                    .query::<i64>(&mut conn)
+                    .unwrap(),
+            );
+        }
+        let batch: Vec<i64> = redis::cmd("SNOWFLAKE.NEXT")
+            .arg("orders")
+            .arg("COUNT")
+            .arg(5000)
+            .query(&mut conn)
+            .unwrap();
+        snowflakes.extend(batch);
+    };
+    let promote = |server: &Server| {
+        let _: () = redis::cmd("REPLICAOF")
+            .arg("NO")
+            .arg("ONE")
+            .query(&mut server.conn())
+            .unwrap();
+    };
+    let follow = |server: &Server, master: &Server| {
+        let _: () = redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(master.port())
+            .query(&mut server.conn())
+            .unwrap();
+        server.wait_in_sync();
+    };
+    issue(&master);
+    master.wait_replicated(1);
+    promote(&replica);
+    follow(&master, &replica);
+    issue(&replica);
+    replica.wait_replicated(1);
+    promote(&master);
+    follow(&replica, &master);
+    issue(&master);
+    let versions = [&master, &replica].map(|server| version_of(&mut server.conn()));
+    assert_ne!(
+        versions[0], versions[1],
+        "the two should run different releases"
+    );
+    idgen_tests::assert_strictly_increasing(&snowflakes);
+    idgen_tests::assert_strictly_increasing(&segments);
+    println!(
+        "master on {}, replica on {}: {} snowflakes and {} segment values through a failover and a failback, none repeated",
+        versions[0],
+        versions[1],
+        snowflakes.len(),
+        segments.len()
+    );
+}
+
+#[test]
+fn a_replica_on_this_release_of_a_master_on_the_previous_one_takes_over_and_back() {
+    fail_over_between(Some(previous_module_path()), None);
+}
+
+#[test]
+fn a_replica_on_the_previous_release_of_a_master_on_this_one_takes_over_and_back() {
+    fail_over_between(None, Some(previous_module_path()));
+}
