@@ -94,7 +94,7 @@ pub fn previous_module_path() -> PathBuf {
 /// What to start a server with.
 #[derive(Debug, Clone, Default)]
 pub struct ServerOptions {
-    /// The module library to load; `None` for this build's ([`module_path`]).
+    /// The module library to load; `None` for this build's ([`module_path()`]).
     pub module: Option<PathBuf>,
     /// Arguments after the module path: `step 3 offset 1 ...`.
     pub module_args: Vec<String>,
