@@ -44,6 +44,10 @@ pub static FENCES_APPLIED: Counter = Counter::new();
 pub static SEGMENT_MARKS_TAKEN: Counter = Counter::new();
 /// Remembered values that a SEGMENT.NEXT call continued above (and then forgot).
 pub static SEGMENT_MARKS_APPLIED: Counter = Counter::new();
+/// Atomic slot migrations (Valkey 9) this instance completed as the target.
+pub static SLOT_IMPORTS: Counter = Counter::new();
+/// Atomic slot migrations (Valkey 9) this instance completed as the source.
+pub static SLOT_EXPORTS: Counter = Counter::new();
 /// Times this instance was promoted to master.
 pub static PROMOTIONS: Counter = Counter::new();
 /// Calls answered with any error.

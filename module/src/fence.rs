@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::counters;
+use crate::{counters, key_slot};
 
 /// Keys fenced since the start, by database. `None` until the module has loaded.
 static FENCED: Mutex<Option<HashMap<i32, HashSet<Vec<u8>>>>> = Mutex::new(None);
@@ -41,4 +41,30 @@ pub fn mark_applied(db: i32, key: &[u8]) {
             counters::FENCES_APPLIED.add(1);
         }
     }
+}
+
+/// Forgets the keys of the slots in `ranges` (inclusive), which moved to another node: if
+/// one comes back, it is fenced again, which is safe. Returns how many were forgotten.
+pub fn forget_slots(ranges: &[(u16, u16)]) -> usize {
+    let mut forgotten = 0;
+    if let Some(fenced) = lock().as_mut() {
+        for keys in fenced.values_mut() {
+            let before = keys.len();
+            keys.retain(|key| {
+                let slot = key_slot::of(key);
+                !ranges
+                    .iter()
+                    .any(|&(first, last)| (first..=last).contains(&slot))
+            });
+            forgotten += before - keys.len();
+        }
+    }
+    forgotten
+}
+
+/// How many keys are remembered as fenced since the start (`INFO idgen`).
+pub fn len() -> usize {
+    lock()
+        .as_ref()
+        .map_or(0, |fenced| fenced.values().map(HashSet::len).sum())
 }

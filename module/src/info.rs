@@ -5,7 +5,9 @@ use std::ffi::c_int;
 use idgen_core::utc::{format_date, format_unix_ms};
 use redis_module::raw;
 
-use crate::{clock, counters, guard, pacing, segment_marks, state, warnings};
+use crate::{
+    clock, counters, fence, guard, pacing, segment_marks, slot_migration, state, warnings,
+};
 
 /// Redis calls this for `INFO`, `INFO idgen`, `INFO modules` and crash reports.
 ///
@@ -52,6 +54,7 @@ fn add_fields(ctx: *mut raw::RedisModuleInfoCtx) {
     number("clock_step_backs", counters::CLOCK_STEP_BACKS.get());
     number("drift_refusals", counters::DRIFT_REFUSALS.get());
     number("fences_applied", counters::FENCES_APPLIED.get());
+    number("segment_fenced_keys", fence::len() as u64);
     number("segment_marks_held", segment_marks::len() as u64);
     number("segment_marks_taken", counters::SEGMENT_MARKS_TAKEN.get());
     number(
@@ -59,6 +62,16 @@ fn add_fields(ctx: *mut raw::RedisModuleInfoCtx) {
         counters::SEGMENT_MARKS_APPLIED.get(),
     );
     number("promotions", counters::PROMOTIONS.get());
+    text(
+        "atomic_slot_migration",
+        if slot_migration::handled() {
+            "handled"
+        } else {
+            "not offered by this server"
+        },
+    );
+    number("slot_imports", counters::SLOT_IMPORTS.get());
+    number("slot_exports", counters::SLOT_EXPORTS.get());
     number("errors", counters::ERRORS.get());
     text("warnings", &warnings::summary());
 }

@@ -20,10 +20,12 @@ mod ffi;
 mod guard;
 mod info;
 mod key;
+mod key_slot;
 mod pacing;
 mod registry;
 mod segment_marks;
 mod settings;
+mod slot_migration;
 mod snowflake_type;
 mod state;
 mod string_scan;
@@ -60,6 +62,7 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     fence::arm();
     registry::register_all(ctx)?;
     events::subscribe(ctx)?;
+    slot_migration::declare(ctx);
     warnings::start(ctx);
     raw::register_info_function(ctx.ctx, Some(info::add_info));
     ctx.log_notice(&format!(

@@ -359,3 +359,156 @@ async fn a_master_killed_under_load_is_replaced_without_duplicates() {
     println!("  client metrics: {:?}", client.metrics());
     assert_eq!(errors, 0, "the client rides through the failover");
 }
+
+/// Whether the server migrates slots atomically (Valkey 9's `CLUSTER MIGRATESLOTS`): asked
+/// of INFO, so that a server that should have it and refuses fails the test instead of
+/// skipping it.
+fn has_atomic_slot_migration(conn: &mut redis::Connection) -> bool {
+    let info: String = cmd("INFO").arg("server").query(conn).unwrap();
+    let major = |field: &str| {
+        idgen_tests::info_line(&info, field)
+            .and_then(|version| version.split('.').next()?.parse::<u32>().ok())
+    };
+    idgen_tests::info_line(&info, "server_name").as_deref() == Some("valkey")
+        && major("valkey_version").is_some_and(|major| major >= 9)
+}
+
+/// Moves `slot` to `to` with `CLUSTER MIGRATESLOTS` (sent to its owner) and waits until
+/// the cluster sees `to` own it.
+fn migrate_slot_atomically(cluster: &Cluster, slot: u16, to: &NodeInfo) {
+    let from = owner(cluster, slot);
+    let _: () = cmd("CLUSTER")
+        .arg("MIGRATESLOTS")
+        .arg("SLOTSRANGE")
+        .arg(slot)
+        .arg(slot)
+        .arg("NODE")
+        .arg(&to.id)
+        .query(&mut cluster.node_conn(from.port))
+        .unwrap_or_else(|error| panic!("CLUSTER MIGRATESLOTS refused: {error}"));
+    wait_until(
+        "the slot migration completes",
+        Duration::from_secs(30),
+        || {
+            cluster.ports().iter().all(|&port| {
+                cmd("CLUSTER")
+                    .arg("NODES")
+                    .query::<String>(&mut cluster.node_conn(port))
+                    .is_ok_and(|_| owner(cluster, slot).id == to.id)
+            })
+        },
+    );
+}
+
+/// `SNOWFLAKE.BOUND key` on the node at `port`.
+fn bound_of(cluster: &Cluster, port: u16, key: &str) -> Option<i64> {
+    cmd("SNOWFLAKE.BOUND")
+        .arg(key)
+        .query(&mut cluster.node_conn(port))
+        .unwrap()
+}
+
+fn info_number(cluster: &Cluster, port: u16, field: &str) -> u64 {
+    idgen_tests::info_field(&mut cluster.node_conn(port), field)
+        .parse()
+        .unwrap()
+}
+
+/// Valkey 9's atomic slot migration moves the slots of a busy snowflake key and of a
+/// segment counter to another master and back while the client crate and plain redis-rs
+/// cluster connections issue: per key the IDs keep increasing, nothing repeats, no caller
+/// sees an error, and the source forgets what it kept for the keys that left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn atomic_slot_migration_moves_slots_and_back_under_load() {
+    let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
+    if !has_atomic_slot_migration(&mut cluster.node_conn(cluster.ports()[0])) {
+        println!("skipped: this server has no atomic slot migration (Valkey 9 has it)");
+        return;
+    }
+    let client = cluster_client(&cluster).await;
+    let load = Load::start(&client);
+    // A plain redis-rs cluster connection on the same keys, as another service would.
+    let stop = Arc::new(AtomicBool::new(false));
+    let plain = {
+        let (stop, urls) = (stop.clone(), cluster.urls());
+        tokio::task::spawn_blocking(move || {
+            let mut conn = redis::cluster::ClusterClient::builder(urls)
+                .retries(64)
+                .build()
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            let (mut busy, mut values, mut errors) = (Vec::new(), Vec::new(), Vec::new());
+            while !stop.load(Ordering::Relaxed) {
+                match cmd("SNOWFLAKE.NEXT").arg("busy").query::<i64>(&mut conn) {
+                    Ok(id) => busy.push(id),
+                    Err(error) => errors.push(error.to_string()),
+                }
+                match cmd("SEGMENT.NEXT").arg("invoice").query::<i64>(&mut conn) {
+                    Ok(value) => values.push(value),
+                    Err(error) => errors.push(error.to_string()),
+                }
+            }
+            (busy, values, errors)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let slots = [slot_of(&cluster, "busy"), slot_of(&cluster, "invoice")];
+    let homes = slots.map(|slot| owner(&cluster, slot));
+    for (slot, home) in slots.iter().zip(&homes) {
+        let away = cluster
+            .nodes()
+            .into_iter()
+            .find(|node| node.master && node.id != home.id)
+            .unwrap();
+        let fenced_before = info_number(&cluster, home.port, "segment_fenced_keys");
+        let bound_before = bound_of(&cluster, home.port, "busy");
+        let c = &cluster;
+        tokio::task::block_in_place(|| migrate_slot_atomically(c, *slot, &away));
+        if *slot == slots[0] {
+            // The key's record came along: the target continues above it.
+            let moved = bound_of(&cluster, away.port, "busy");
+            assert!(
+                moved.is_some() && moved >= bound_before,
+                "the bound {bound_before:?} arrived as {moved:?}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        if *slot == slots[1] {
+            let fenced_after = info_number(&cluster, home.port, "segment_fenced_keys");
+            assert!(
+                fenced_after < fenced_before,
+                "the source still remembers the counter that moved away ({fenced_before} → {fenced_after})"
+            );
+        }
+        tokio::task::block_in_place(|| migrate_slot_atomically(c, *slot, home));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let seen = load.finish().await;
+    stop.store(true, Ordering::Relaxed);
+    let (plain_busy, plain_values, plain_errors) = plain.await.unwrap();
+    assert_strictly_increasing(&seen.busy);
+    assert_strictly_increasing(&plain_busy);
+    assert_strictly_increasing(&plain_values);
+    let imports: u64 = cluster
+        .nodes()
+        .iter()
+        .filter(|node| node.master)
+        .map(|node| info_number(&cluster, node.port, "slot_imports"))
+        .sum();
+    assert_eq!(imports, 4, "two slots moved away and back");
+    let mut all = Seen {
+        busy: seen.busy,
+        others: seen.others,
+        segments: seen.segments,
+        errors: seen.errors,
+    };
+    all.busy.extend(&plain_busy);
+    all.segments.extend(&plain_values);
+    all.errors.extend(plain_errors);
+    let errors = report(
+        "CLUSTER MIGRATESLOTS of a busy key's and a counter's slots, and back, under load",
+        &all,
+    );
+    assert_eq!(errors, 0, "callers saw errors");
+}
