@@ -334,8 +334,18 @@ fn fail_over_between(
     replica_library: Option<std::path::PathBuf>,
 ) {
     let on = |library: &Option<std::path::PathBuf>, offset: &str| {
-        let options = ServerOptions::module(&["step", "2", "offset", offset])
-            .server_args(&["--appendonly", "yes"]);
+        // The batches below are more than a millisecond's sequence: the restart fence, which
+        // allows one per elapsed millisecond after a start, is off so that they never
+        // depend on how soon after the start they come.
+        let options = ServerOptions::module(&[
+            "step",
+            "2",
+            "offset",
+            offset,
+            "snowflake-restart-fence",
+            "no",
+        ])
+        .server_args(&["--appendonly", "yes"]);
         match library {
             Some(library) => options.module_library(library.clone()),
             None => options,
