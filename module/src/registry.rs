@@ -84,7 +84,7 @@ macro_rules! entry_point {
 
 const SNOWFLAKE_NEXT_ARITY: c_int = -2;
 const SEGMENT_NEXT_ARITY: c_int = -2;
-const DECODE_ARITY: c_int = 2;
+const DECODE_ARITY: c_int = -2;
 const IDENTITY_ARITY: c_int = 1;
 const BOUND_ARITY: c_int = 2;
 const SETBOUND_ARITY: c_int = -3;
@@ -114,7 +114,7 @@ fn commands() -> [CommandSpec; 7] {
             keys: (1, 1, 1),
             acl_categories: c"write",
             docs: CommandDocs {
-                summary: c"Issues snowflake IDs (time | shard | sequence) that are unique across keys and instances and increase per key.",
+                summary: c"Issues snowflake IDs (time | shard | sequence) that are unique across keys and instances and increase per key; FORMAT decimal, base32 or base62 replies strings (JavaScript keeps them whole; base32 and base62 sort like the numbers).",
                 complexity: c"O(N) where N is COUNT (1 without COUNT).",
                 arity: SNOWFLAKE_NEXT_ARITY,
                 key_access: Some(KeyAccess::ReadWriteUpdate),
@@ -123,6 +123,7 @@ fn commands() -> [CommandSpec; 7] {
                     KEY,
                     ArgDoc::optional_integer("count", Some(c"COUNT")),
                     ArgDoc::optional_integer("shard", Some(c"SHARD")),
+                    ArgDoc::optional_word("format", c"FORMAT"),
                 ],
             },
         },
@@ -134,12 +135,16 @@ fn commands() -> [CommandSpec; 7] {
             keys: (1, 1, 1),
             acl_categories: c"write fast",
             docs: CommandDocs {
-                summary: c"Takes the next values of this instance's step-offset class above the key's integer; with COUNT, a range [first, last, step].",
+                summary: c"Takes the next values of this instance's step-offset class above the key's integer; with COUNT, a range [first, last, step]; FORMAT decimal replies strings.",
                 complexity: c"O(1).",
                 arity: SEGMENT_NEXT_ARITY,
                 key_access: Some(KeyAccess::ReadWriteUpdate),
                 tips: Some(c"nondeterministic_output"),
-                args: vec![KEY, ArgDoc::optional_integer("count", Some(c"COUNT"))],
+                args: vec![
+                    KEY,
+                    ArgDoc::optional_integer("count", Some(c"COUNT")),
+                    ArgDoc::optional_word("format", c"FORMAT"),
+                ],
             },
         },
         CommandSpec {
@@ -149,12 +154,12 @@ fn commands() -> [CommandSpec; 7] {
             keys: (0, 0, 0),
             acl_categories: c"read fast",
             docs: CommandDocs {
-                summary: c"Splits a snowflake ID into unix time, shard, sequence and the issuing instance's offset.",
+                summary: c"Splits a snowflake ID (an integer, or a string in FORMAT decimal, base32 or base62) into unix time, shard, sequence and the issuing instance's offset.",
                 complexity: c"O(1).",
                 arity: DECODE_ARITY,
                 key_access: None,
                 tips: None,
-                args: vec![ArgDoc::integer("id")],
+                args: vec![ArgDoc::integer("id"), ArgDoc::optional_word("format", c"FORMAT")],
             },
         },
         CommandSpec {

@@ -108,7 +108,39 @@ fn malformed_calls_are_refused_and_change_nothing() {
         case("SNOWFLAKE.DECODE abc", "'abc' is not an ID"),
         case("SNOWFLAKE.DECODE -1", "-1 is not positive"),
         case("SNOWFLAKE.DECODE 0", "0 is not positive"),
-        case("SNOWFLAKE.DECODE 1 2", "wrong number of arguments"),
+        case(
+            "SNOWFLAKE.DECODE 1 2",
+            "unknown option '2' for SNOWFLAKE.DECODE",
+        ),
+        case(
+            "SNOWFLAKE.NEXT sf FORMAT hex",
+            "FORMAT must be one of decimal, base32, base62, got 'hex'",
+        ),
+        case("SNOWFLAKE.NEXT sf FORMAT", "FORMAT needs a value"),
+        case(
+            "SEGMENT.NEXT seg FORMAT base32",
+            "FORMAT must be one of decimal, got 'base32'",
+        ),
+        case(
+            "SNOWFLAKE.DECODE 0000000000U00 FORMAT base32",
+            "'U', which is not in the base32 alphabet",
+        ),
+        case(
+            "SNOWFLAKE.DECODE 000000000001 FORMAT base32",
+            "has 12 characters; a base32 ID has 13",
+        ),
+        case(
+            "SNOWFLAKE.DECODE zzzzzzzzzzz FORMAT base62",
+            "is above 2^63 - 1",
+        ),
+        case(
+            "SNOWFLAKE.DECODE 12a FORMAT decimal",
+            "not 1 to 19 decimal digits",
+        ),
+        case(
+            "SNOWFLAKE.DECODE 0SaSc2p1dEC",
+            "add FORMAT base32 or FORMAT base62",
+        ),
         case(
             "SNOWFLAKE.SETBOUND sf notanumber",
             "the bound must be an integer",

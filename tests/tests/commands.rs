@@ -471,3 +471,103 @@ fn settings_that_void_a_guarantee_are_reported() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(info_field(&mut safe.conn(), "warnings"), "none");
 }
+
+/// `FORMAT`: IDs as bulk strings — decimal digits that JavaScript clients keep whole, and
+/// fixed-width base32 and base62 that sort like the numbers — which `SNOWFLAKE.DECODE`
+/// reads back.
+#[test]
+fn ids_as_strings_keep_every_digit_and_sort_like_the_numbers() {
+    let server = Server::start(&["step", "4", "offset", "3", "snowflake-restart-fence", "no"]);
+    let mut conn = server.conn();
+    let mut all: Vec<i64> = Vec::new();
+    for (format, width) in [
+        ("decimal", None),
+        ("base32", Some(13)),
+        ("base62", Some(11)),
+    ] {
+        let texts: Vec<String> = cmd("SNOWFLAKE.NEXT")
+            .arg("orders")
+            .arg("COUNT")
+            .arg(500)
+            .arg("FORMAT")
+            .arg(format)
+            .query(&mut conn)
+            .unwrap();
+        assert!(
+            texts.windows(2).all(|w| w[0] < w[1] || width.is_none()),
+            "{format} sorts"
+        );
+        for text in &texts {
+            if let Some(width) = width {
+                assert_eq!(text.len(), width, "{text}");
+            }
+            let id = idgen_core::IdFormat::ALL
+                .into_iter()
+                .find(|f| f.name() == format)
+                .unwrap()
+                .decode(text)
+                .unwrap() as i64;
+            all.push(id);
+        }
+        // SNOWFLAKE.DECODE reads the string form as it reads the number.
+        let by_text: Vec<redis::Value> = cmd("SNOWFLAKE.DECODE")
+            .arg(&texts[0])
+            .arg("FORMAT")
+            .arg(format)
+            .query(&mut conn)
+            .unwrap();
+        let by_number: Vec<redis::Value> = cmd("SNOWFLAKE.DECODE")
+            .arg(*all.iter().rev().nth(texts.len() - 1).unwrap())
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(by_text, by_number, "{format}");
+    }
+    assert_strictly_increasing(&all);
+    let single: String = cmd("SNOWFLAKE.NEXT")
+        .arg("orders")
+        .arg("FORMAT")
+        .arg("BASE32")
+        .query(&mut conn)
+        .unwrap();
+    let lower: Vec<redis::Value> = cmd("SNOWFLAKE.DECODE")
+        .arg(single.to_lowercase())
+        .arg("FORMAT")
+        .arg("base32")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(lower.len(), 12, "Crockford base32 reads any case");
+
+    let _: () = cmd("SET")
+        .arg("invoice")
+        .arg("9007199254740993")
+        .query(&mut conn)
+        .unwrap();
+    let value: String = cmd("SEGMENT.NEXT")
+        .arg("invoice")
+        .arg("FORMAT")
+        .arg("decimal")
+        .query(&mut conn)
+        .unwrap();
+    let value: i64 = value.parse().unwrap();
+    assert!(value > 9_007_199_254_740_993 && value % 4 == 3, "{value}");
+    let range: Vec<redis::Value> = cmd("SEGMENT.NEXT")
+        .arg("invoice")
+        .arg("COUNT")
+        .arg(10)
+        .arg("FORMAT")
+        .arg("decimal")
+        .query(&mut conn)
+        .unwrap();
+    let range: Vec<String> = range
+        .iter()
+        .map(|v| redis::from_redis_value_ref::<String>(v).expect("a bulk string"))
+        .collect();
+    assert_eq!(
+        range,
+        [
+            (value + 4).to_string(),
+            (value + 40).to_string(),
+            "4".into()
+        ]
+    );
+}
