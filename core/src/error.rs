@@ -65,6 +65,18 @@ pub enum IdError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A field given to compose an ID, or a time of a window, does not fit the layout.
+    OutsideLayout {
+        /// Which field or time, its value, and what the layout allows.
+        reason: String,
+    },
+    /// A time window that ends before it starts.
+    EmptyWindow {
+        /// The window's start, unix ms.
+        from_unix_ms: u64,
+        /// The window's end, unix ms.
+        to_unix_ms: u64,
+    },
 }
 
 impl IdError {
@@ -77,7 +89,9 @@ impl IdError {
             IdError::NegativeSeed { .. }
             | IdError::ShardOutOfRange { .. }
             | IdError::CountOutOfRange { .. }
-            | IdError::NotAnId { .. } => "ERR",
+            | IdError::NotAnId { .. }
+            | IdError::OutsideLayout { .. }
+            | IdError::EmptyWindow { .. } => "ERR",
         }
     }
 }
@@ -142,6 +156,16 @@ impl fmt::Display for IdError {
                 write!(f, "COUNT {count} is out of range: give 1 to {max}")
             }
             IdError::NotAnId { reason } => write!(f, "not an ID of this layout: {reason}"),
+            IdError::OutsideLayout { reason } => write!(f, "{reason}"),
+            IdError::EmptyWindow {
+                from_unix_ms,
+                to_unix_ms,
+            } => write!(
+                f,
+                "the window ends ({to_unix_ms}, {}) before it starts ({from_unix_ms}, {})",
+                crate::utc::format_unix_ms(*to_unix_ms),
+                crate::utc::format_unix_ms(*from_unix_ms)
+            ),
         }
     }
 }

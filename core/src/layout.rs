@@ -85,6 +85,68 @@ impl Layout {
             | sequence
     }
 
+    /// The time field for unix millisecond `unix_ms`; `what` names it in the error when the
+    /// layout cannot hold it (before the epoch, or at or past where the time field runs out).
+    fn time_field(&self, unix_ms: u64, what: &str) -> Result<u64, IdError> {
+        use crate::utc::format_unix_ms;
+        if unix_ms < self.epoch_unix_ms {
+            return Err(IdError::OutsideLayout {
+                reason: format!(
+                    "{what} {unix_ms} ({}) is before the layout's epoch {} ({})",
+                    format_unix_ms(unix_ms),
+                    self.epoch_unix_ms,
+                    format_unix_ms(self.epoch_unix_ms)
+                ),
+            });
+        }
+        if unix_ms >= self.expires_unix_ms() {
+            return Err(IdError::OutsideLayout {
+                reason: format!(
+                    "{what} {unix_ms} ({}) is past the end of the layout's time field ({})",
+                    format_unix_ms(unix_ms),
+                    format_unix_ms(self.expires_unix_ms())
+                ),
+            });
+        }
+        Ok(unix_ms - self.epoch_unix_ms)
+    }
+
+    /// The lowest and the highest ID whose time lies in `[from_unix_ms, to_unix_ms]` (both
+    /// included), for any shard and sequence: every ID issued in the window is between them,
+    /// and no ID issued outside it is (`WHERE id BETWEEN lowest AND highest`).
+    pub fn window(&self, from_unix_ms: u64, to_unix_ms: u64) -> Result<(u64, u64), IdError> {
+        if to_unix_ms < from_unix_ms {
+            return Err(IdError::EmptyWindow {
+                from_unix_ms,
+                to_unix_ms,
+            });
+        }
+        let from = self.time_field(from_unix_ms, "the window's start")?;
+        let to = self.time_field(to_unix_ms, "the window's end")?;
+        Ok((
+            self.compose(from, 0, 0),
+            self.compose(to, self.shard_values() - 1, self.sequence_values() - 1),
+        ))
+    }
+
+    /// The ID with these fields (time as unix ms), each checked against the layout.
+    pub fn compose_fields(&self, unix_ms: u64, shard: u64, sequence: u64) -> Result<u64, IdError> {
+        let time = self.time_field(unix_ms, "the time")?;
+        let outside = |what: &str, value: u64, values: u64| IdError::OutsideLayout {
+            reason: format!(
+                "{what} {value} does not fit the layout: it runs from 0 to {}",
+                values - 1
+            ),
+        };
+        if shard >= self.shard_values() {
+            return Err(outside("the shard", shard, self.shard_values()));
+        }
+        if sequence >= self.sequence_values() {
+            return Err(outside("the sequence", sequence, self.sequence_values()));
+        }
+        Ok(self.compose(time, shard, sequence))
+    }
+
     /// The time field (ms since the epoch) of an ID of this layout.
     pub fn time_of(&self, id: u64) -> u64 {
         id >> (self.shard_bits + self.sequence_bits)
@@ -148,6 +210,52 @@ mod tests {
         assert_eq!(js.id_bits(), 53);
         assert!(js.decode(1 << 53, 1).is_err());
         assert!(js.decode((1 << 53) - 1, 1).is_ok());
+    }
+
+    #[test]
+    fn windows_and_composed_ids_are_checked_against_the_layout() {
+        let layout = Layout::default();
+        let t = DEFAULT_EPOCH_UNIX_MS + 1000;
+        let (low, high) = layout.window(t, t + 9).unwrap();
+        assert_eq!(low, layout.compose(1000, 0, 0));
+        assert_eq!(high, layout.compose(1009, 1023, 4095));
+        assert_eq!(
+            layout.window(t, t).unwrap().0,
+            layout.compose_fields(t, 0, 0).unwrap()
+        );
+        let empty = layout.window(t + 1, t).unwrap_err().to_string();
+        assert!(empty.starts_with("the window ends (") && empty.contains("before it starts"));
+        let early = layout.window(1, t).unwrap_err().to_string();
+        assert!(
+            early.contains(
+                "the window's start 1 (1970-01-01T00:00:00.001Z) is before the layout's epoch"
+            ),
+            "{early}"
+        );
+        let late = layout
+            .compose_fields(layout.expires_unix_ms(), 0, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            late.contains("is past the end of the layout's time field (2093-09-06"),
+            "{late}"
+        );
+        let shard = layout.compose_fields(t, 1024, 0).unwrap_err().to_string();
+        assert_eq!(
+            shard,
+            "the shard 1024 does not fit the layout: it runs from 0 to 1023"
+        );
+        let sequence = layout.compose_fields(t, 0, 4096).unwrap_err().to_string();
+        assert_eq!(
+            sequence,
+            "the sequence 4096 does not fit the layout: it runs from 0 to 4095"
+        );
+        assert_eq!(
+            layout
+                .compose_fields(layout.expires_unix_ms() - 1, 1023, 4095)
+                .unwrap(),
+            (1 << 63) - 1
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 mod args;
 mod clock;
+mod cmd_compose;
 mod cmd_decode;
 mod cmd_identity;
 mod cmd_segment;

@@ -8,7 +8,7 @@ use redis_module::{raw, Context};
 
 use crate::command_docs::{ArgDoc, CommandDocs, KeyAccess};
 use crate::ffi::{Call, Refusal};
-use crate::{cmd_decode, cmd_identity, cmd_segment, cmd_snowflake, counters};
+use crate::{cmd_compose, cmd_decode, cmd_identity, cmd_segment, cmd_snowflake, counters};
 
 type Handler = fn(&Call) -> Result<(), Refusal>;
 
@@ -85,6 +85,8 @@ macro_rules! entry_point {
 const SNOWFLAKE_NEXT_ARITY: c_int = -2;
 const SEGMENT_NEXT_ARITY: c_int = -2;
 const DECODE_ARITY: c_int = -2;
+const RANGE_ARITY: c_int = -3;
+const COMPOSE_ARITY: c_int = -4;
 const IDENTITY_ARITY: c_int = 1;
 const BOUND_ARITY: c_int = 2;
 const SETBOUND_ARITY: c_int = -3;
@@ -97,6 +99,8 @@ entry_point!(
 );
 entry_point!(segment_next_entry, SEGMENT_NEXT_ARITY, cmd_segment::next);
 entry_point!(decode_entry, DECODE_ARITY, cmd_decode::decode);
+entry_point!(range_entry, RANGE_ARITY, cmd_compose::range);
+entry_point!(compose_entry, COMPOSE_ARITY, cmd_compose::compose);
 entry_point!(identity_entry, IDENTITY_ARITY, cmd_identity::identity);
 entry_point!(bound_entry, BOUND_ARITY, cmd_snowflake::bound);
 entry_point!(set_bound_entry, SETBOUND_ARITY, cmd_snowflake::set_bound);
@@ -104,7 +108,7 @@ entry_point!(set_last_entry, SETLAST_ARITY, cmd_snowflake::set_bound);
 
 const KEY: ArgDoc = ArgDoc::key("key");
 
-fn commands() -> [CommandSpec; 7] {
+fn commands() -> [CommandSpec; 9] {
     [
         CommandSpec {
             name: c"snowflake.next",
@@ -160,6 +164,45 @@ fn commands() -> [CommandSpec; 7] {
                 key_access: None,
                 tips: None,
                 args: vec![ArgDoc::integer("id"), ArgDoc::optional_word("format", c"FORMAT")],
+            },
+        },
+        CommandSpec {
+            name: c"snowflake.range",
+            entry: range_entry,
+            flags: c"readonly fast allow-stale",
+            keys: (0, 0, 0),
+            acl_categories: c"read fast",
+            docs: CommandDocs {
+                summary: c"Returns the lowest and the highest ID whose time lies in a window of unix milliseconds (both ends included), for WHERE id BETWEEN queries.",
+                complexity: c"O(1).",
+                arity: RANGE_ARITY,
+                key_access: None,
+                tips: None,
+                args: vec![
+                    ArgDoc::integer("from-unix-ms"),
+                    ArgDoc::integer("to-unix-ms"),
+                    ArgDoc::optional_word("format", c"FORMAT"),
+                ],
+            },
+        },
+        CommandSpec {
+            name: c"snowflake.compose",
+            entry: compose_entry,
+            flags: c"readonly fast allow-stale",
+            keys: (0, 0, 0),
+            acl_categories: c"read fast",
+            docs: CommandDocs {
+                summary: c"Returns the ID with the given unix milliseconds, shard and sequence in this instance's layout, refusing fields outside it (for backfills and tests).",
+                complexity: c"O(1).",
+                arity: COMPOSE_ARITY,
+                key_access: None,
+                tips: None,
+                args: vec![
+                    ArgDoc::integer("unix-ms"),
+                    ArgDoc::integer("shard"),
+                    ArgDoc::integer("sequence"),
+                    ArgDoc::optional_word("format", c"FORMAT"),
+                ],
             },
         },
         CommandSpec {

@@ -137,6 +137,43 @@ fn malformed_calls_are_refused_and_change_nothing() {
             "SNOWFLAKE.DECODE 12a FORMAT decimal",
             "not 1 to 19 decimal digits",
         ),
+        case("SNOWFLAKE.RANGE 2000000000000", "wrong number of arguments"),
+        case(
+            "SNOWFLAKE.RANGE 1800000000001 1800000000000",
+            "the window ends (1800000000000, 2027-01-15T08:00:00.000Z) before it starts",
+        ),
+        case(
+            "SNOWFLAKE.RANGE 5 1800000000000",
+            "the window's start 5 (1970-01-01T00:00:00.005Z) is before the layout's epoch",
+        ),
+        case(
+            "SNOWFLAKE.RANGE -5 1800000000000",
+            "from-unix-ms must be an integer of 0 or more",
+        ),
+        case(
+            "SNOWFLAKE.RANGE 1800000000000 9999999999999",
+            "is past the end of the layout's time field",
+        ),
+        case(
+            "SNOWFLAKE.COMPOSE 1800000000000 1",
+            "wrong number of arguments",
+        ),
+        case(
+            "SNOWFLAKE.COMPOSE 1800000000000 1024 0",
+            "the shard 1024 does not fit the layout: it runs from 0 to 1023",
+        ),
+        case(
+            "SNOWFLAKE.COMPOSE 1800000000000 0 4096",
+            "the sequence 4096 does not fit the layout: it runs from 0 to 4095",
+        ),
+        case(
+            "SNOWFLAKE.COMPOSE 1800000000000 x 0",
+            "shard must be an integer of 0 or more",
+        ),
+        case(
+            "SNOWFLAKE.COMPOSE 1800000000000 0 0 FORMAT octal",
+            "FORMAT must be one of decimal, base32, base62, got 'octal'",
+        ),
         case(
             "SNOWFLAKE.DECODE 0SaSc2p1dEC",
             "add FORMAT base32 or FORMAT base62",

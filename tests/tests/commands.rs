@@ -571,3 +571,82 @@ fn ids_as_strings_keep_every_digit_and_sort_like_the_numbers() {
         ]
     );
 }
+
+/// The `unix_ms` `SNOWFLAKE.DECODE` gives for `id`.
+fn unix_ms_of(conn: &mut redis::Connection, id: i64) -> i64 {
+    let parts: Vec<redis::Value> = cmd("SNOWFLAKE.DECODE").arg(id).query(conn).unwrap();
+    redis::from_redis_value_ref(&parts[1]).unwrap()
+}
+
+/// `SNOWFLAKE.RANGE` bounds every ID issued in a window and no ID issued outside it;
+/// `SNOWFLAKE.COMPOSE` builds the ID of given fields, which `SNOWFLAKE.DECODE` reads back.
+#[test]
+fn range_bounds_a_window_and_compose_builds_ids_from_fields() {
+    let server = Server::start(&["step", "4", "offset", "1", "snowflake-restart-fence", "no"]);
+    let mut conn = server.conn();
+    let before = snowflake_batch(&mut conn, "orders", 100).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let inside = snowflake_batch(&mut conn, "orders", 2000).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let after = snowflake_batch(&mut conn, "orders", 100).unwrap();
+    let mut unix_ms = |id: i64| unix_ms_of(&mut conn, id);
+    // The window: the milliseconds of the middle batch, minus the edge milliseconds it
+    // shares with the batches around it.
+    let from = unix_ms(inside[0]).max(unix_ms(*before.last().unwrap()) + 1);
+    let to = unix_ms(*inside.last().unwrap()).min(unix_ms(after[0]) - 1);
+    let [lowest, highest]: [i64; 2] = cmd("SNOWFLAKE.RANGE")
+        .arg(from)
+        .arg(to)
+        .query(&mut conn)
+        .unwrap();
+    let mut conn = server.conn();
+    for id in before.iter().chain(&inside).chain(&after) {
+        let ms: i64 = {
+            let parts: Vec<redis::Value> =
+                cmd("SNOWFLAKE.DECODE").arg(id).query(&mut conn).unwrap();
+            redis::from_redis_value_ref(&parts[1]).unwrap()
+        };
+        assert_eq!(
+            (lowest..=highest).contains(id),
+            (from..=to).contains(&ms),
+            "{id} at {ms}"
+        );
+    }
+    let strings: Vec<String> = cmd("SNOWFLAKE.RANGE")
+        .arg(from)
+        .arg(to)
+        .arg("FORMAT")
+        .arg("base32")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(
+        strings[0],
+        idgen_core::IdFormat::Base32.encode(lowest as u64)
+    );
+
+    let composed: i64 = cmd("SNOWFLAKE.COMPOSE")
+        .arg(from)
+        .arg(7)
+        .arg(9)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(composed, lowest + (7 << 12) + 9);
+    let parts: Vec<redis::Value> = cmd("SNOWFLAKE.DECODE")
+        .arg(composed)
+        .query(&mut conn)
+        .unwrap();
+    let fields: Vec<i64> = [1, 7, 9, 11]
+        .iter()
+        .map(|&i| redis::from_redis_value_ref(&parts[i]).unwrap())
+        .collect();
+    assert_eq!(fields, [from, 7, 9, 9 % 4]);
+    let text: String = cmd("SNOWFLAKE.COMPOSE")
+        .arg(from)
+        .arg(7)
+        .arg(9)
+        .arg("FORMAT")
+        .arg("decimal")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(text, composed.to_string());
+}

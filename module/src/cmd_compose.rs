@@ -1,0 +1,60 @@
+//! `SNOWFLAKE.RANGE from-unix-ms to-unix-ms [FORMAT …]` and
+//! `SNOWFLAKE.COMPOSE unix-ms shard sequence [FORMAT …]`: IDs built from their fields with
+//! this instance's layout, for time-range queries and backfills. Neither reads or writes
+//! any key, nor touches the instance's sequence.
+
+use idgen_core::IdFormat;
+
+use crate::args::{id_format, parse_options, FORMAT};
+use crate::ffi::{Call, Refusal};
+use crate::state;
+
+/// Argument `index` as an integer of 0 or more; the error names it as `what`.
+fn non_negative(call: &Call, index: usize, what: &str) -> Result<u64, Refusal> {
+    call.arg_integer(index)
+        .filter(|&value| value >= 0)
+        .map(|value| value as u64)
+        .ok_or_else(|| {
+            Refusal::new(
+                "ERR",
+                format!(
+                    "{what} must be an integer of 0 or more, got '{}'",
+                    String::from_utf8_lossy(call.arg_bytes(index))
+                ),
+            )
+        })
+}
+
+/// Replies with `id` as an integer, or as a string in `format`.
+fn reply(call: &Call, id: u64, format: Option<IdFormat>) {
+    match format {
+        None => call.reply_id(id),
+        Some(format) => call.reply_bulk(&format.encode(id)),
+    }
+}
+
+/// `SNOWFLAKE.RANGE from-unix-ms to-unix-ms [FORMAT …]`: the lowest and the highest ID whose
+/// time lies in the window (both ends included), for `WHERE id BETWEEN lowest AND highest`.
+pub fn range(call: &Call) -> Result<(), Refusal> {
+    let from = non_negative(call, 1, "from-unix-ms")?;
+    let to = non_negative(call, 2, "to-unix-ms")?;
+    let [format] = parse_options(call, "SNOWFLAKE.RANGE", 3, [&FORMAT])?;
+    let (lowest, highest) = state::config().layout.window(from, to)?;
+    call.reply_array(2);
+    reply(call, lowest, format.map(id_format));
+    reply(call, highest, format.map(id_format));
+    Ok(())
+}
+
+/// `SNOWFLAKE.COMPOSE unix-ms shard sequence [FORMAT …]`: the ID with these fields.
+pub fn compose(call: &Call) -> Result<(), Refusal> {
+    let unix_ms = non_negative(call, 1, "unix-ms")?;
+    let shard = non_negative(call, 2, "shard")?;
+    let sequence = non_negative(call, 3, "sequence")?;
+    let [format] = parse_options(call, "SNOWFLAKE.COMPOSE", 4, [&FORMAT])?;
+    let id = state::config()
+        .layout
+        .compose_fields(unix_ms, shard, sequence)?;
+    reply(call, id, format.map(id_format));
+    Ok(())
+}
