@@ -196,14 +196,28 @@ pub fn render(
         let mut line = format!("| `{}` |", approach.name());
         for c in CLIENTS {
             for p in PIPELINES {
-                let _ = write!(
-                    line,
-                    " {} |",
-                    grouped(cell(server, approach, c, p).ids_per_second)
-                );
+                let measured = cell(server, approach, c, p);
+                // † : the server paced the cell (refused with DRIFT); see below.
+                let mark = if measured.paced_rounds > 0 {
+                    " †"
+                } else {
+                    ""
+                };
+                let _ = write!(line, " {}{mark} |", grouped(measured.ids_per_second));
             }
         }
         let _ = writeln!(w, "{line}");
+    }
+    if server.iter().any(|m| m.paced_rounds > 0) {
+        let _ = writeln!(
+            w,
+            "
+† The server paced this cell: it asked for more IDs per second than the layout's \
+             clock may issue (4,096 per millisecond at step 1, borrowing at most \
+             `max-drift-ms` ahead), so calls were refused with `DRIFT`, as designed, and \
+             redis-benchmark stopped at the first refusal in some rounds. The rate shown is \
+             the IDs the server issued over those rounds' wall time."
+        );
     }
     let _ = writeln!(w, "\nRatio to `INCR` in the same cell:\n\n{header}\n{rule}");
     for approach in Approach::ALL.iter().skip(1) {

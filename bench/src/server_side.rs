@@ -4,7 +4,7 @@
 
 use idgen_tests::{info_field, Server};
 
-use crate::driver::{requests_per_second, Load};
+use crate::driver::{self, Load};
 use crate::stats::median;
 
 /// A per-millisecond INCRBY generator with step and offset, in the style of the published
@@ -110,6 +110,9 @@ pub struct Measurement {
     pub ids_per_second: f64,
     /// Calls the module refused with DRIFT during the rounds (batched snowflakes).
     pub drift_refusals: u64,
+    /// Rounds in which redis-benchmark stopped at a refusal: the server paced the cell,
+    /// and its rate is the IDs issued over the round's wall time.
+    pub paced_rounds: usize,
     /// The server's own CPU time per call (`INFO commandstats` usec_per_call).
     pub usec_per_call: Option<f64>,
 }
@@ -155,21 +158,35 @@ pub fn run(rounds: usize, scale: f64) -> Vec<Measurement> {
                     requests,
                 };
                 let mut rates = Vec::new();
+                let mut paced_rounds = 0;
                 for _ in 0..rounds {
                     let mut conn = server.conn();
                     let before = approach
                         .issued_counter()
                         .map(|field| info_field(&mut conn, field));
-                    let rps = requests_per_second(server.port(), load, &command);
-                    let rate = match (approach.issued_counter(), before) {
+                    let run = driver::run(server.port(), load, &command);
+                    let rate = match (approach.issued_counter(), before, run.requests_per_second) {
                         // IDs the module actually issued over redis-benchmark's elapsed time
                         // (requests / rps), so refused calls do not count.
-                        (Some(field), Some(before)) => {
+                        (Some(field), Some(before), Some(rps)) => {
                             let after: f64 = info_field(&mut conn, field).parse().unwrap();
                             let issued = after - before.parse::<f64>().unwrap();
                             issued * rps / requests as f64
                         }
-                        _ => rps * approach.ids_per_request() as f64,
+                        // redis-benchmark stopped at a refusal: what was issued over the
+                        // round's wall time.
+                        (Some(field), Some(before), None) => {
+                            paced_rounds += 1;
+                            let after: f64 = info_field(&mut conn, field).parse().unwrap();
+                            let issued = after - before.parse::<f64>().unwrap();
+                            issued / run.elapsed.as_secs_f64()
+                        }
+                        (_, _, rps) => {
+                            let rps = rps.unwrap_or_else(|| {
+                                panic!("redis-benchmark gave no rate for {command:?}")
+                            });
+                            rps * approach.ids_per_request() as f64
+                        }
                     };
                     rates.push(rate);
                 }
@@ -182,12 +199,18 @@ pub fn run(rounds: usize, scale: f64) -> Vec<Measurement> {
                     pipeline,
                     ids_per_second: median(&rates),
                     drift_refusals,
+                    paced_rounds,
                     usec_per_call: usec_per_call(&server, &command[0]),
                 };
                 eprintln!(
-                    "{:<28} c={clients:<3} P={pipeline:<3} {:>14.0} IDs/s",
+                    "{:<28} c={clients:<3} P={pipeline:<3} {:>14.0} IDs/s{}",
                     approach.name(),
-                    measurement.ids_per_second
+                    measurement.ids_per_second,
+                    if paced_rounds > 0 {
+                        format!(" (paced: {paced_rounds} of {rounds} rounds refused with DRIFT)")
+                    } else {
+                        String::new()
+                    }
                 );
                 results.push(measurement);
             }

@@ -203,6 +203,7 @@ fn node_cannot_serve(error: &Error) -> bool {
 pub(crate) struct Cluster {
     pool: bb8::Pool<Manager<ClusterConnector>>,
     retry_for: Duration,
+    attempt_for: Duration,
 }
 
 impl Cluster {
@@ -210,18 +211,38 @@ impl Cluster {
         Ok(Cluster {
             pool: cluster_pool(ClusterConnector::new(seeds, settings)?, settings),
             retry_for: settings.failover_retry_for,
+            attempt_for: settings.connect_timeout + settings.response_timeout,
         })
     }
 
     /// Runs `cmd`, routed by key. redis-rs retries through failovers and resharding (see
     /// `ClusterConnector`); what is left here is the module's own "retry in a moment": a
     /// DRIFT refusal is tried again, every 100 ms, until `failover_retry_for` has passed.
+    ///
+    /// One attempt may take `connect_timeout + response_timeout`; then its connection is
+    /// dropped and the call tried again on a new one. A call in flight while a master
+    /// restarted was seen (Valkey 9.1.2) to stay with redis-rs until its overall deadline
+    /// instead of reaching the master once it served again; a fresh connection reaches it
+    /// at once. A retried command may have run: that costs IDs, never repeats one.
     async fn run<T: FromRedisValue>(&self, cmd: &Cmd, metrics: &Metrics) -> Result<T> {
         let deadline = Instant::now() + self.retry_for;
         loop {
             let result = async {
                 let mut lent = lend(&self.pool).await?;
-                let result = cmd.query_async(&mut lent.connection).await;
+                let attempt =
+                    tokio::time::timeout(self.attempt_for, cmd.query_async(&mut lent.connection))
+                        .await;
+                let Ok(result) = attempt else {
+                    lent.mark_broken();
+                    return Err(Error::Transport(redis::RedisError::from((
+                        redis::ErrorKind::Io,
+                        "no answer from the cluster",
+                        format!(
+                            "within {:?}; trying again on a new connection",
+                            self.attempt_for
+                        ),
+                    ))));
+                };
                 if let Err(error) = &result {
                     lent.check(error);
                 }
@@ -230,6 +251,11 @@ impl Cluster {
             .await;
             match result {
                 Ok(value) => return Ok(value),
+                Err(Error::Transport(_)) if Instant::now() < deadline => {
+                    Metrics::add(&metrics.transport_errors, 1);
+                    tracing::warn!("a cluster call failed or got no answer in time; retrying");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
                 Err(Error::Drift { .. }) if Instant::now() < deadline => {
                     Metrics::add(&metrics.refusals, 1);
                     tracing::debug!("DRIFT refusal; retrying shortly");

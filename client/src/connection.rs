@@ -41,6 +41,11 @@ pub(crate) struct Lent<C> {
 }
 
 impl<C> Lent<C> {
+    /// Marks the connection broken: the pool drops it.
+    pub(crate) fn mark_broken(&self) {
+        self.broken.store(true, Ordering::Relaxed);
+    }
+
     /// Marks the connection broken if `error` means it cannot be used again (a multiplexed
     /// connection does not reconnect by itself).
     pub(crate) fn check(&self, error: &redis::RedisError) {
