@@ -10,7 +10,7 @@
 # (cargo build --release -p idgen-module) and redis-benchmark (redis-tools).
 #
 #   scripts/module-floor.sh [ROUNDS] [REQUESTS]      # defaults: 3 rounds of 2,000,000
-#   REDIS_SERVER=$(scripts/valkey-server.sh --path) scripts/module-floor.sh   # on Valkey
+#   REDIS_SERVER=$(scripts/servers.sh path valkey-9.1) scripts/module-floor.sh   # on Valkey 9.1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
