@@ -7,6 +7,7 @@ use idgen_core::{DecodedId, SegmentRange};
 use crate::connect;
 use crate::deployment::Deployment;
 use crate::error::{Error, Result};
+use crate::id::Id;
 use crate::issuer::Issuer;
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::segment::SegmentBuffer;
@@ -169,6 +170,18 @@ impl Client {
         deployment
             .layout
             .decode(id, deployment.step)
+            .map_err(|error| Error::InvalidArgument(error.to_string()))
+    }
+
+    /// The lowest and the highest ID whose time lies in `[from_unix_ms, to_unix_ms]` (unix
+    /// milliseconds, both included), computed locally with the deployment's layout: what
+    /// `SNOWFLAKE.RANGE` answers, for `WHERE id BETWEEN lowest AND highest`.
+    pub fn window(&self, from_unix_ms: u64, to_unix_ms: u64) -> Result<(Id, Id)> {
+        self.inner
+            .deployment
+            .layout
+            .window(from_unix_ms, to_unix_ms)
+            .map(|(lowest, highest)| (Id(lowest as i64), Id(highest as i64)))
             .map_err(|error| Error::InvalidArgument(error.to_string()))
     }
 

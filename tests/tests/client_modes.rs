@@ -39,6 +39,16 @@ async fn single_node_issues_decodes_and_counts() {
         (remote_ms, remote_offset)
     );
     assert_eq!(client.decode(batch[0]).unwrap().shard, 9);
+    // The client's local window is the server's SNOWFLAKE.RANGE.
+    let from = local.unix_ms - 5;
+    let (lowest, highest) = client.window(from, from + 10).unwrap();
+    let remote: [i64; 2] = redis::cmd("SNOWFLAKE.RANGE")
+        .arg(from)
+        .arg(from + 10)
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!([lowest.0, highest.0], remote);
+    assert!(lowest.0 <= id && id <= highest.0);
     // The first range of a key after the server's start skips the segment fence.
     let fence = 1_000_000_000;
     let range = client.take_segment_range("invoice", 10).await.unwrap();
