@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Any redis-rs URL works: `rediss://host:port/` for TLS (`#insecure` at the end skips the
-//! certificate check, for self-signed test certificates), `redis://user:password@host:port/`
+//! certificate check, for self-signed test certificates, with the `tls-rustls-insecure`
+//! feature), `redis://user:password@host:port/`
 //! for an ACL user.
 
 use idgen_client::{Client, Topology};

@@ -43,6 +43,7 @@
 //! or share an offset. With single and independent nodes, every connection opened later checks its
 //! node again: a node that comes back with another step, offset or layout (or, unreachable
 //! at connect, does not fit the deployment) is not used, and an error is logged.
+#![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod address;

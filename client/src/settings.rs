@@ -7,7 +7,8 @@ use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 use crate::error::{Error, Result};
 
 /// Where the idgen servers are, as redis-rs connection info: a URL (`redis://`, `rediss://`
-/// for TLS, `rediss://…/#insecure` to skip certificate checks, `redis://user:password@host`),
+/// for TLS, `rediss://…/#insecure` to skip certificate checks with the opt-in
+/// `tls-rustls-insecure` feature, `redis://user:password@host`),
 /// or a [`ConnectionInfo`] built in code. Credentials and TLS settings apply to every node,
 /// also to cluster members the client discovers. `Debug` shows no password.
 #[derive(Debug, Clone)]

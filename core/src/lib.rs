@@ -11,6 +11,7 @@
 //!
 //! The Redis module and the client crate both build on this crate, so the arithmetic exists
 //! once.
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod config;
