@@ -50,6 +50,7 @@ mod address;
 mod backend;
 mod client;
 mod cluster_discovery;
+pub mod commands;
 mod connect;
 mod connection;
 mod deployment;
@@ -67,6 +68,7 @@ mod snowflake_cache;
 mod source;
 
 pub use client::Client;
+pub use commands::IdgenAsyncCommands;
 pub use deployment::{check as check_deployment, Deployment, NodeIdentity};
 pub use error::{Error, Result};
 pub use id::Id;

@@ -1,0 +1,162 @@
+//! The module's commands on any redis-rs async connection an application already has — a
+//! `MultiplexedConnection`, a `ConnectionManager`, a cluster connection, a connection from
+//! a bb8 or deadpool pool — as [`IdgenAsyncCommands`] (in the style of redis-rs's own
+//! `AsyncCommands` and RedisJSON's `JsonAsyncCommands`), and as [`Cmd`] builders for
+//! pipelines.
+//!
+//! These are single round trips with no failover, identity check or local buffering: for
+//! those, use [`crate::Client`].
+//!
+//! ```no_run
+//! use idgen_client::IdgenAsyncCommands;
+//!
+//! # async fn example() -> redis::RedisResult<()> {
+//! let client = redis::Client::open("redis://127.0.0.1/")?;
+//! let mut con = client.get_multiplexed_async_connection().await?;
+//! let id: u64 = con.snowflake_next("orders").await?;
+//! let text: String = con.snowflake_next_as("orders", idgen_client::IdFormat::Base62).await?;
+//! let invoice: i64 = con.segment_next("invoice").await?;
+//! let (first, last, step): (i64, i64, i64) = con.segment_next_count("invoice", 1000).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+use idgen_core::IdFormat;
+use redis::aio::ConnectionLike;
+use redis::{Cmd, FromRedisValue, RedisFuture, ToRedisArgs};
+
+/// `Cmd` builders for the module's commands, for pipelines and cluster pipelines:
+/// `redis::pipe().add_command(idgen_client::commands::build::snowflake_next("orders"))`.
+pub mod build {
+    use super::*;
+
+    /// `SNOWFLAKE.NEXT key`
+    pub fn snowflake_next<K: ToRedisArgs>(key: K) -> Cmd {
+        let mut cmd = redis::cmd("SNOWFLAKE.NEXT");
+        cmd.arg(key);
+        cmd
+    }
+
+    /// `SNOWFLAKE.NEXT key COUNT count`
+    pub fn snowflake_next_count<K: ToRedisArgs>(key: K, count: u32) -> Cmd {
+        let mut cmd = snowflake_next(key);
+        cmd.arg("COUNT").arg(count);
+        cmd
+    }
+
+    /// `SNOWFLAKE.NEXT key COUNT count SHARD shard`
+    pub fn snowflake_next_in_shard<K: ToRedisArgs>(key: K, count: u32, shard: u64) -> Cmd {
+        let mut cmd = snowflake_next_count(key, count);
+        cmd.arg("SHARD").arg(shard);
+        cmd
+    }
+
+    /// `SNOWFLAKE.NEXT key FORMAT format`: the ID as a string.
+    pub fn snowflake_next_as<K: ToRedisArgs>(key: K, format: IdFormat) -> Cmd {
+        let mut cmd = snowflake_next(key);
+        cmd.arg("FORMAT").arg(format.name());
+        cmd
+    }
+
+    /// `SEGMENT.NEXT key`
+    pub fn segment_next<K: ToRedisArgs>(key: K) -> Cmd {
+        let mut cmd = redis::cmd("SEGMENT.NEXT");
+        cmd.arg(key);
+        cmd
+    }
+
+    /// `SEGMENT.NEXT key COUNT count`: the range `[first, last, step]`.
+    pub fn segment_next_count<K: ToRedisArgs>(key: K, count: u64) -> Cmd {
+        let mut cmd = segment_next(key);
+        cmd.arg("COUNT").arg(count);
+        cmd
+    }
+
+    /// `SNOWFLAKE.DECODE id`
+    pub fn snowflake_decode(id: i64) -> Cmd {
+        let mut cmd = redis::cmd("SNOWFLAKE.DECODE");
+        cmd.arg(id);
+        cmd
+    }
+
+    /// `SNOWFLAKE.RANGE from-unix-ms to-unix-ms`
+    pub fn snowflake_range(from_unix_ms: u64, to_unix_ms: u64) -> Cmd {
+        let mut cmd = redis::cmd("SNOWFLAKE.RANGE");
+        cmd.arg(from_unix_ms).arg(to_unix_ms);
+        cmd
+    }
+
+    /// `SNOWFLAKE.COMPOSE unix-ms shard sequence`
+    pub fn snowflake_compose(unix_ms: u64, shard: u64, sequence: u64) -> Cmd {
+        let mut cmd = redis::cmd("SNOWFLAKE.COMPOSE");
+        cmd.arg(unix_ms).arg(shard).arg(sequence);
+        cmd
+    }
+
+    /// `IDGEN.IDENTITY`
+    pub fn idgen_identity() -> Cmd {
+        redis::cmd("IDGEN.IDENTITY")
+    }
+}
+
+macro_rules! command_method {
+    ($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) $(<$key:ident>)?) => {
+        $(#[$doc])*
+        fn $name<'a, $($key: ToRedisArgs + Send + Sync + 'a,)? RV: FromRedisValue>(
+            &'a mut self,
+            $($arg: $ty),*
+        ) -> RedisFuture<'a, RV> {
+            let cmd = build::$name($($arg),*);
+            Box::pin(async move { cmd.query_async(self).await })
+        }
+    };
+}
+
+/// The module's commands on any redis-rs async connection, generic over the reply type as
+/// redis-rs's commands are: `let id: u64 = con.snowflake_next("orders").await?;`.
+pub trait IdgenAsyncCommands: ConnectionLike + Send + Sized {
+    command_method!(
+        /// `SNOWFLAKE.NEXT key`: one ID (read it as `u64`, `i64`, or [`crate::Id`] through
+        /// `i64`).
+        snowflake_next(key: K) <K>
+    );
+    command_method!(
+        /// `SNOWFLAKE.NEXT key COUNT count`: `count` increasing IDs (`Vec<u64>`).
+        snowflake_next_count(key: K, count: u32) <K>
+    );
+    command_method!(
+        /// `SNOWFLAKE.NEXT key COUNT count SHARD shard`.
+        snowflake_next_in_shard(key: K, count: u32, shard: u64) <K>
+    );
+    command_method!(
+        /// `SNOWFLAKE.NEXT key FORMAT format`: one ID as a string (`String`).
+        snowflake_next_as(key: K, format: IdFormat) <K>
+    );
+    command_method!(
+        /// `SEGMENT.NEXT key`: the next value of this node's class (`i64`).
+        segment_next(key: K) <K>
+    );
+    command_method!(
+        /// `SEGMENT.NEXT key COUNT count`: the range `(first, last, step)`.
+        segment_next_count(key: K, count: u64) <K>
+    );
+    command_method!(
+        /// `SNOWFLAKE.DECODE id`: field/value pairs (`HashMap<String, redis::Value>`).
+        snowflake_decode(id: i64)
+    );
+    command_method!(
+        /// `SNOWFLAKE.RANGE from-unix-ms to-unix-ms`: `(lowest, highest)`.
+        snowflake_range(from_unix_ms: u64, to_unix_ms: u64)
+    );
+    command_method!(
+        /// `SNOWFLAKE.COMPOSE unix-ms shard sequence`: the ID with these fields.
+        snowflake_compose(unix_ms: u64, shard: u64, sequence: u64)
+    );
+    command_method!(
+        /// `IDGEN.IDENTITY`: the node's step, offset, layout and module version
+        /// (`HashMap<String, String>`).
+        idgen_identity()
+    );
+}
+
+impl<C: ConnectionLike + Send + Sized> IdgenAsyncCommands for C {}
