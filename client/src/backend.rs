@@ -256,10 +256,14 @@ impl Cluster {
                     tracing::warn!("a cluster call failed or got no answer in time; retrying");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Err(Error::Drift { .. }) if Instant::now() < deadline => {
+                Err(Error::Drift { retry_in, .. }) if Instant::now() < deadline => {
                     Metrics::add(&metrics.refusals, 1);
-                    tracing::debug!("DRIFT refusal; retrying shortly");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    // When the server says the request fits, or in 100 ms.
+                    let wait = retry_in
+                        .unwrap_or(Duration::from_millis(100))
+                        .clamp(Duration::from_millis(1), Duration::from_millis(100));
+                    tracing::debug!(?wait, "DRIFT refusal; retrying when it fits");
+                    tokio::time::sleep(wait).await;
                 }
                 Err(error) => {
                     if matches!(error, Error::Transport(_)) {

@@ -13,6 +13,9 @@ pub enum Error {
     Drift {
         /// The server's message.
         message: String,
+        /// When the same request fits, as the server says (`… fits in R ms`); `None` if the
+        /// message does not say.
+        retry_in: Option<std::time::Duration>,
     },
     /// A segment counter would pass 2^63 − 1 (`-OVERFLOW`). Nothing was issued.
     Overflow {
@@ -63,7 +66,10 @@ impl From<redis::RedisError> for Error {
     fn from(error: redis::RedisError) -> Self {
         let message = error.detail().unwrap_or_default().to_string();
         match error.code() {
-            Some("DRIFT") => Error::Drift { message },
+            Some("DRIFT") => Error::Drift {
+                retry_in: retry_in(&message),
+                message,
+            },
             Some("OVERFLOW") => Error::Overflow { message },
             Some("EXHAUSTED") => Error::Exhausted { message },
             Some(code) => Error::Server {
@@ -73,6 +79,13 @@ impl From<redis::RedisError> for Error {
             None => Error::Transport(error),
         }
     }
+}
+
+/// The wait a DRIFT refusal names: "… the same request fits in 12 ms …".
+fn retry_in(message: &str) -> Option<std::time::Duration> {
+    let (_, rest) = message.split_once("fits in ")?;
+    let ms: u64 = rest.split(' ').next()?.parse().ok()?;
+    Some(std::time::Duration::from_millis(ms))
 }
 
 impl<E: Into<Error>> From<bb8::RunError<E>> for Error {
@@ -90,7 +103,7 @@ impl<E: Into<Error>> From<bb8::RunError<E>> for Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Drift { message } => write!(f, "refused (DRIFT): {message}"),
+            Error::Drift { message, .. } => write!(f, "refused (DRIFT): {message}"),
             Error::Overflow { message } => write!(f, "refused (OVERFLOW): {message}"),
             Error::Exhausted { message } => write!(f, "refused (EXHAUSTED): {message}"),
             Error::Server { code, message } => write!(f, "{code}: {message}"),
@@ -115,5 +128,28 @@ impl std::error::Error for Error {
             Error::NoNodeAvailable { last, .. } => Some(last.as_ref()),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drift_refusal_says_when_the_request_fits() {
+        // The reply as it comes off the wire.
+        let refusal = redis::parse_redis_value(
+            b"-DRIFT this burst would run the ID clock 2003 ms ahead of the wall clock; \
+              nothing was issued: the same request fits in 3 ms, or ask for fewer IDs now\r\n",
+        )
+        .unwrap()
+        .extract_error()
+        .unwrap_err();
+        let error = Error::from(refusal);
+        assert!(
+            matches!(error, Error::Drift { retry_in: Some(wait), .. } if wait.as_millis() == 3),
+            "{error:?}"
+        );
+        assert!(error.is_retryable());
     }
 }

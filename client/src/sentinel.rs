@@ -281,7 +281,8 @@ mod tests {
         assert!(is_failover(&server("LOADING")));
         assert!(is_failover(&server("MASTERDOWN")));
         assert!(is_failover(&Error::Drift {
-            message: String::new()
+            message: String::new(),
+            retry_in: None
         }));
         assert!(!is_failover(&server("WRONGTYPE")));
         assert!(!is_failover(&server("NOPERM")));
