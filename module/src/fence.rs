@@ -68,3 +68,15 @@ pub fn len() -> usize {
         .as_ref()
         .map_or(0, |fenced| fenced.values().map(HashSet::len).sum())
 }
+
+/// Forgets `key` in `db` (it was deleted, expired, evicted, renamed or moved away).
+pub fn forget(db: i32, key: &[u8]) {
+    if let Some(fenced) = lock().as_mut() {
+        if let Some(keys) = fenced.get_mut(&db) {
+            keys.remove(key);
+            if keys.is_empty() {
+                fenced.remove(&db);
+            }
+        }
+    }
+}

@@ -21,6 +21,7 @@ mod ffi;
 mod guard;
 mod info;
 mod key;
+mod key_events;
 mod key_slot;
 mod pacing;
 mod registry;
@@ -63,6 +64,7 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     fence::arm();
     registry::register_all(ctx)?;
     events::subscribe(ctx)?;
+    key_events::subscribe(ctx)?;
     slot_migration::declare(ctx);
     warnings::start(ctx);
     raw::register_info_function(ctx.ctx, Some(info::add_info));

@@ -1,0 +1,63 @@
+//! Keeps what the module holds per key no longer than the key: when a key is deleted,
+//! expires, is evicted, renamed or moved away, the module forgets that it fenced it since the
+//! start (`fence`). A key that comes back is fenced again on its next use, which only skips
+//! values; without this, a service with per-day or per-tenant counters grew the set by one
+//! name per key, for the life of the process.
+//!
+//! Not yet: a flush (`FLUSHALL`, `FLUSHDB`). Its server event fires for `DEBUG RELOAD` and a
+//! replica's full sync too, after which the same keys come back and must not be fenced again
+//! (a reload is not a start), so forgetting there needs a check that the keys are really
+//! gone; until then a flushed database's names stay until the next start.
+
+use std::ffi::{c_char, c_int, CStr};
+
+use redis_module::{raw, Context};
+
+use crate::{fence, guard};
+
+/// Generic events after which the key of this name is gone from its database.
+const KEY_GONE: [&CStr; 4] = [c"del", c"rename_from", c"move_from", c"expired"];
+
+/// # Safety
+/// Called by Redis only, for a keyspace event the module subscribed to, with the event's
+/// context, its name (a C string) and the key.
+unsafe extern "C" fn on_key_event(
+    ctx: *mut raw::RedisModuleCtx,
+    _type: c_int,
+    event: *const c_char,
+    key: *mut raw::RedisModuleString,
+) -> c_int {
+    guard::or_log("forgetting a deleted key", (), || {
+        // SAFETY: Redis passes the event's name as a NUL-terminated string, alive for the call.
+        let event = unsafe { CStr::from_ptr(event) };
+        if !KEY_GONE.contains(&event) && event != c"evicted" {
+            return;
+        }
+        let mut len = 0usize;
+        // SAFETY: key is the event's key, alive for the call; the bytes are read before it
+        // returns.
+        let bytes = unsafe {
+            let ptr = raw::RedisModule_StringPtrLen.unwrap()(key, &mut len);
+            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+        };
+        // SAFETY: ctx is the event's context.
+        let db = unsafe { raw::RedisModule_GetSelectedDb.unwrap()(ctx) };
+        fence::forget(db, bytes);
+    });
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Subscribes to the events that remove keys.
+pub fn subscribe(ctx: &Context) -> Result<(), String> {
+    let types = raw::REDISMODULE_NOTIFY_GENERIC
+        | raw::REDISMODULE_NOTIFY_EXPIRED
+        | raw::REDISMODULE_NOTIFY_EVICTED;
+    // SAFETY: ctx is the loading context; the callback has the signature Redis expects.
+    let status = unsafe {
+        raw::RedisModule_SubscribeToKeyspaceEvents.unwrap()(ctx.ctx, types, Some(on_key_event))
+    };
+    if status != raw::REDISMODULE_OK as c_int {
+        return Err("could not subscribe to keyspace events".into());
+    }
+    Ok(())
+}
