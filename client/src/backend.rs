@@ -204,14 +204,83 @@ pub(crate) struct Cluster {
     pool: bb8::Pool<Manager<ClusterConnector>>,
     retry_for: Duration,
     attempt_for: Duration,
+    check: Arc<MemberCheck>,
+}
+
+/// The cluster members' identities, checked again every `cluster_check_every`.
+struct MemberCheck {
+    seeds: Vec<ConnectionInfo>,
+    settings: Settings,
+    guard: Arc<IdentityGuard>,
+    /// Why calls are refused: a member that does not fit the deployment.
+    refused: Mutex<Option<String>>,
+    /// When the last check started; `None` while one runs.
+    last: Mutex<Option<Instant>>,
+}
+
+impl MemberCheck {
+    /// Starts a check in the background if the last one is older than `cluster_check_every`.
+    fn maybe_start(self: &Arc<Self>) {
+        {
+            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+            match *last {
+                Some(at) if at.elapsed() >= self.settings.cluster_check_every => *last = None,
+                _ => return, // recent, or running
+            }
+        }
+        let check = self.clone();
+        tokio::spawn(async move {
+            let verdict = check.run().await;
+            if let Some(problem) = &verdict {
+                tracing::error!(%problem, "a cluster member does not fit the deployment; calls are refused");
+            }
+            *check.refused.lock().unwrap_or_else(|p| p.into_inner()) = verdict;
+            *check.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        });
+    }
+
+    /// The first member that does not fit, if any; members that cannot be reached now are
+    /// skipped (they are checked when they answer).
+    async fn run(&self) -> Option<String> {
+        let members = crate::cluster_discovery::members(&self.seeds, &self.settings)
+            .await
+            .ok()?;
+        for member in &members {
+            if let Ok(identity) = crate::identity::read(member, &self.settings).await {
+                if let Err(problem) = self.guard.admit(identity) {
+                    return Some(problem);
+                }
+            }
+        }
+        None
+    }
+
+    fn refusal(&self) -> Option<Error> {
+        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused
+            .as_ref()
+            .map(|problem| Error::Deployment(problem.clone()))
+    }
 }
 
 impl Cluster {
-    pub(crate) fn new(seeds: &[ConnectionInfo], settings: &Settings) -> Result<Self> {
+    pub(crate) fn new(
+        seeds: &[ConnectionInfo],
+        settings: &Settings,
+        guard: Arc<IdentityGuard>,
+    ) -> Result<Self> {
         Ok(Cluster {
             pool: cluster_pool(ClusterConnector::new(seeds, settings)?, settings),
             retry_for: settings.failover_retry_for,
             attempt_for: settings.connect_timeout + settings.response_timeout,
+            check: Arc::new(MemberCheck {
+                seeds: seeds.to_vec(),
+                settings: settings.clone(),
+                guard,
+                refused: Mutex::new(None),
+                // The members were checked at connect.
+                last: Mutex::new(Some(Instant::now())),
+            }),
         })
     }
 
@@ -225,6 +294,10 @@ impl Cluster {
     /// instead of reaching the master once it served again; a fresh connection reaches it
     /// at once. A retried command may have run: that costs IDs, never repeats one.
     async fn run<T: FromRedisValue>(&self, cmd: &Cmd, metrics: &Metrics) -> Result<T> {
+        self.check.maybe_start();
+        if let Some(refusal) = self.check.refusal() {
+            return Err(refusal);
+        }
         let deadline = Instant::now() + self.retry_for;
         loop {
             let result = async {

@@ -49,7 +49,10 @@ pub(crate) async fn connect(
                 ));
             }
             let members = cluster_discovery::members(seeds, &settings).await?;
-            (Backend::Cluster(Cluster::new(seeds, &settings)?), members)
+            (
+                Backend::Cluster(Cluster::new(seeds, &settings, guard.clone())?),
+                members,
+            )
         }
         Topology::Sentinel(sentinel) => {
             let master = SentinelMaster::new(sentinel, &settings, guard.clone())?;

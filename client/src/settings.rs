@@ -156,6 +156,12 @@ pub struct Settings {
     /// refusals are retried too. Defaults to 10 s; under Sentinel it should cover the
     /// sentinels' `down-after-milliseconds` plus the time they take to promote a replica.
     pub failover_retry_for: Duration,
+    /// In cluster mode, how often the members' identities are checked again (in the
+    /// background, when calls are made): a member restarted with another step, offset or
+    /// layout, or one added with a clashing offset, makes calls fail with
+    /// [`crate::Error::Deployment`] until it is fixed — as it would have refused the
+    /// connect. Defaults to 10 s.
+    pub cluster_check_every: Duration,
 }
 
 impl Default for Settings {
@@ -166,6 +172,7 @@ impl Default for Settings {
             response_timeout: Duration::from_secs(1),
             node_retry_after: Duration::from_secs(1),
             failover_retry_for: Duration::from_secs(10),
+            cluster_check_every: Duration::from_secs(10),
         }
     }
 }
@@ -254,6 +261,12 @@ impl Settings {
     /// Sets `failover_retry_for`: how long a call retries through a failover.
     pub fn failover_retry_for(mut self, failover_retry_for: Duration) -> Self {
         self.failover_retry_for = failover_retry_for;
+        self
+    }
+
+    /// Sets `cluster_check_every`: how often cluster members' identities are checked again.
+    pub fn cluster_check_every(mut self, cluster_check_every: Duration) -> Self {
+        self.cluster_check_every = cluster_check_every;
         self
     }
 

@@ -176,12 +176,20 @@ impl Cluster {
     /// same command line, loading `module` instead of the one it had: a rolling upgrade or
     /// downgrade of one node. Returns when it answers PING (its data loaded).
     pub fn restart_node_onto(&self, port: u16, module: &Path) {
-        let pid = self.pid(port);
-        // SAFETY: signalling a process this test started, by its pid.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
-        // SAFETY: probing (signal 0) a pid this test started; it errs once the process is gone.
-        while unsafe { libc::kill(pid as libc::pid_t, 0) } == 0 {
-            std::thread::sleep(Duration::from_millis(10));
+        self.restart_node_with(port, module, &[]);
+    }
+
+    /// As [`Cluster::restart_node_onto`], with `extra_module_args` after the node's own
+    /// (later module arguments override earlier ones: `["offset", "0"]`).
+    pub fn restart_node_with(&self, port: u16, module: &Path, extra_module_args: &[&str]) {
+        let pid = self.pid(port) as libc::pid_t;
+        // SIGTERM again every 200 ms until the node is gone: a node writing its initial AOF
+        // (just after a full sync) ignores it ("Writing initial AOF, can't exit").
+        // SAFETY: signalling (and probing with signal 0) a process this test started; the
+        // probe errs once the process is gone.
+        while unsafe { libc::kill(pid, 0) } == 0 {
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            std::thread::sleep(Duration::from_millis(200));
         }
         let dir = self.dir.join(format!("node-{}", port - self.base_port));
         let saved = std::fs::read(dir.join("command")).expect("the node's command file");
@@ -198,6 +206,7 @@ impl Cluster {
         args[at] = module.display().to_string();
         let status = Command::new(&args[0])
             .args(&args[1..])
+            .args(extra_module_args)
             .status()
             .expect("start the node again");
         assert!(status.success(), "node on port {port} did not start again");

@@ -512,3 +512,56 @@ async fn atomic_slot_migration_moves_slots_and_back_under_load() {
     );
     assert_eq!(errors, 0, "callers saw errors");
 }
+
+/// In cluster mode the members' identities are checked again while the client runs: a
+/// replica restarted with another node's offset makes calls fail with a deployment error
+/// naming the change — as connecting would have — and once it is back on its own offset,
+/// calls succeed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_restarted_with_another_offset_stops_the_client_until_fixed() {
+    let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
+    let settings = Settings::default().cluster_check_every(Duration::from_millis(200));
+    let client = Client::connect_with(Topology::cluster(cluster.urls()).unwrap(), settings)
+        .await
+        .unwrap();
+    client.next_snowflake("orders").await.unwrap();
+    let replica = cluster
+        .nodes()
+        .into_iter()
+        .find(|node| !node.master)
+        .unwrap();
+    let own_offset = offset_of(&cluster, replica.port).to_string();
+    let module = idgen_tests::module_path();
+    let c = &cluster;
+    tokio::task::block_in_place(|| c.restart_node_with(replica.port, &module, &["offset", "0"]));
+    let refused = wait_for_call(&client, |result| match result {
+        Err(idgen_client::Error::Deployment(problem)) => Some(problem.clone()),
+        _ => None,
+    })
+    .await;
+    assert!(
+        refused.contains("changed its identity")
+            && refused.contains(&format!("offset {own_offset} → 0")),
+        "{refused}"
+    );
+    tokio::task::block_in_place(|| {
+        c.restart_node_with(replica.port, &module, &["offset", &own_offset])
+    });
+    wait_for_call(&client, |result| result.as_ref().ok().map(|_| ())).await;
+}
+
+/// Calls `SNOWFLAKE.NEXT orders` every 50 ms until `wanted` picks a result (at most 20 s).
+async fn wait_for_call<T>(
+    client: &Client,
+    wanted: impl Fn(&idgen_client::Result<i64>) -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let result = client.next_snowflake("orders").await;
+        if let Some(found) = wanted(&result) {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "still {result:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
