@@ -20,7 +20,7 @@
 //! The bound is written before the IDs under it are answered, so replicas and the AOF hold
 //! a bound on everything handed out, at the cost of one small write per key per lease.
 
-use crate::{Batch, IdError, Now, Request, SnowflakeSequence};
+use crate::{Batch, Clocks, IdError, Now, Request, SnowflakeSequence};
 
 /// What a snowflake key holds in the dataset (RDB, replicas, AOF).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +93,20 @@ impl SnowflakeSequence {
         me: u64,
         lease_ms: u64,
     ) -> Result<KeyIssue, IdError> {
-        let now = now.into();
+        self.issue_for_key_with(&now.into(), count, shard, state, me, lease_ms)
+    }
+
+    /// [`SnowflakeSequence::issue_for_key`] with the clocks read as needed (see
+    /// [`Clocks`]).
+    pub fn issue_for_key_with(
+        &mut self,
+        clocks: &impl Clocks,
+        count: u64,
+        shard: u64,
+        state: KeyState,
+        me: u64,
+        lease_ms: u64,
+    ) -> Result<KeyIssue, IdError> {
         let layout = self.config().layout;
         let last_ms_max = |time_ms: u64| {
             layout.compose(
@@ -125,12 +138,12 @@ impl SnowflakeSequence {
                 // (as from any raised floor) instead of refusing until the clock gets there.
                 // On a copy, so that a refused call changes nothing.
                 let mut taken_over = self.clone();
-                taken_over.raise_floor(layout.time_of(record.bound), now.monotonic_ms);
-                let batch = taken_over.issue(now, request)?;
+                taken_over.raise_floor(layout.time_of(record.bound), clocks.monotonic_ms());
+                let batch = taken_over.issue_with(clocks, request)?;
                 *self = taken_over;
                 batch
             }
-            None => self.issue(now, request)?,
+            None => self.issue_with(clocks, request)?,
         };
         let owned = state.last_issued.filter(|_| mine);
         let within = |record: KeyRecord| batch.last_id() <= record.bound;

@@ -32,5 +32,5 @@ pub use layout::{DecodedId, Layout, DEFAULT_EPOCH_UNIX_MS};
 pub use lease::{KeyIssue, KeyRecord, KeyState};
 pub use segment::{continue_above, next_range, SegmentRange, MAX_SEGMENT_COUNT};
 pub use snowflake::{
-    Batch, BatchIds, Now, Position, Request, SnowflakeSequence, MAX_SNOWFLAKE_COUNT,
+    Batch, BatchIds, Clocks, Now, Position, Request, SnowflakeSequence, MAX_SNOWFLAKE_COUNT,
 };

@@ -55,6 +55,28 @@ impl From<u64> for Now {
     }
 }
 
+/// The instance's clocks as one call sees them. The wall clock is read once per call; the
+/// monotonic clock is asked only when the answer depends on it — past the drift bound, and
+/// once per wall-clock millisecond to record the pace — because a clock read is a
+/// noticeable share of a call (about 25–35 ns through the vDSO, against about 1 µs for a
+/// whole pipelined request). [`Now`] is a pair of readings taken beforehand.
+pub trait Clocks {
+    /// The wall clock, unix ms, as read for this call (the same value every time).
+    fn wall_unix_ms(&self) -> u64;
+    /// A monotonic clock in ms, read now (see [`Now::monotonic_ms`]).
+    fn monotonic_ms(&self) -> u64;
+}
+
+impl Clocks for Now {
+    fn wall_unix_ms(&self) -> u64 {
+        self.wall_unix_ms
+    }
+
+    fn monotonic_ms(&self) -> u64 {
+        self.monotonic_ms
+    }
+}
+
 /// The allowance of the logical clock at some moment: up to which millisecond it could
 /// issue then. It grows by one millisecond per monotonic millisecond from there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,8 +291,12 @@ impl SnowflakeSequence {
 
     /// Hands out `request.count` IDs at `now`, or refuses and changes nothing.
     pub fn issue(&mut self, now: impl Into<Now>, request: Request) -> Result<Batch, IdError> {
-        let now = now.into();
-        let wall_unix_ms = now.wall_unix_ms;
+        self.issue_with(&now.into(), request)
+    }
+
+    /// [`SnowflakeSequence::issue`] with the clocks read as needed.
+    pub fn issue_with(&mut self, clocks: &impl Clocks, request: Request) -> Result<Batch, IdError> {
+        let wall_unix_ms = clocks.wall_unix_ms();
         let layout = &self.config.layout;
         if request.count == 0 || request.count > MAX_SNOWFLAKE_COUNT {
             return Err(IdError::CountOutOfRange {
@@ -300,16 +326,30 @@ impl SnowflakeSequence {
             }
         }
         let last_index = first.index + (request.count - 1);
-        let last = Position {
-            time_ms: first.time_ms + last_index / self.ids_per_ms,
-            index: last_index % self.ids_per_ms,
+        // Most calls stay in their millisecond: no 64-bit division (tens of cycles) then.
+        let last = if last_index < self.ids_per_ms {
+            Position {
+                time_ms: first.time_ms,
+                index: last_index,
+            }
+        } else {
+            Position {
+                time_ms: first.time_ms + last_index / self.ids_per_ms,
+                index: last_index % self.ids_per_ms,
+            }
         };
         if last.time_ms >= layout.time_values() {
             return Err(IdError::TimeExhausted {
                 expires_unix_ms: layout.expires_unix_ms(),
             });
         }
-        let allowance = self.allowance_ms(wall, now.monotonic_ms);
+        // Within the drift bound the allowance (at least the bound) cannot refuse, so the
+        // monotonic clock is read only past it, or to record the pace in a new millisecond.
+        let bound = wall.saturating_add(self.config.max_drift_ms);
+        let monotonic_ms = (last.time_ms > bound || self.last_seen_wall_ms != Some(wall))
+            .then(|| clocks.monotonic_ms());
+        let allowance =
+            monotonic_ms.map_or(bound, |monotonic_ms| self.allowance_ms(wall, monotonic_ms));
         if last.time_ms > allowance {
             return Err(IdError::Drift {
                 ahead_ms: last.time_ms.saturating_sub(wall),
@@ -332,10 +372,14 @@ impl SnowflakeSequence {
         };
         self.last = Some(last);
         self.last_seen_wall_ms = Some(wall);
-        self.pace = Some(Pace {
-            allowed_ms: allowance,
-            at_monotonic_ms: now.monotonic_ms,
-        });
+        // The pace is recorded from fresh monotonic readings only: at least once per wall
+        // millisecond while calls come, so it never lags real time by more than that.
+        if let Some(at_monotonic_ms) = monotonic_ms {
+            self.pace = Some(Pace {
+                allowed_ms: allowance,
+                at_monotonic_ms,
+            });
+        }
         Ok(batch)
     }
 
@@ -346,9 +390,14 @@ impl SnowflakeSequence {
                 time_ms: wall,
                 index: 0,
             },
+            // The same as `(last.index + 1) % ids_per_ms`, without a division per call.
             Some(last) if wall > last.time_ms => Position {
                 time_ms: wall,
-                index: (last.index + 1) % self.ids_per_ms,
+                index: if last.index + 1 < self.ids_per_ms {
+                    last.index + 1
+                } else {
+                    0
+                },
             },
             Some(last) if last.index + 1 < self.ids_per_ms => Position {
                 time_ms: last.time_ms,

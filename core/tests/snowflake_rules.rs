@@ -1,6 +1,8 @@
 //! Scenario tests of the snowflake sequence, driven by an injected wall clock.
 
-use idgen_core::{Config, IdError, Identity, Layout, Now, Request, SnowflakeSequence};
+use std::cell::Cell;
+
+use idgen_core::{Clocks, Config, IdError, Identity, Layout, Now, Request, SnowflakeSequence};
 
 const T0: u64 = 1_790_000_000_000;
 
@@ -354,4 +356,82 @@ fn the_restart_fence_starts_above_anything_a_crash_could_have_lost() {
         },
     );
     assert!(later.is_ok());
+}
+
+/// Clocks that count how often the monotonic clock is asked.
+struct CountingClocks {
+    wall_unix_ms: u64,
+    monotonic_ms: u64,
+    monotonic_reads: Cell<u32>,
+}
+
+impl Clocks for CountingClocks {
+    fn wall_unix_ms(&self) -> u64 {
+        self.wall_unix_ms
+    }
+
+    fn monotonic_ms(&self) -> u64 {
+        self.monotonic_reads.set(self.monotonic_reads.get() + 1);
+        self.monotonic_ms
+    }
+}
+
+#[test]
+fn the_monotonic_clock_is_read_once_per_wall_millisecond_and_past_the_drift_bound() {
+    let mut seq = sequence(1, 0);
+    let at = |wall_unix_ms: u64, monotonic_ms: u64| CountingClocks {
+        wall_unix_ms,
+        monotonic_ms,
+        monotonic_reads: Cell::new(0),
+    };
+    let clocks = at(T0, 5_000);
+    for _ in 0..1_000 {
+        seq.issue_with(&clocks, one(0, None)).unwrap();
+    }
+    assert_eq!(
+        clocks.monotonic_reads.get(),
+        1,
+        "one read in the millisecond"
+    );
+    let clocks = at(T0 + 1, 5_001);
+    seq.issue_with(&clocks, one(0, None)).unwrap();
+    seq.issue_with(&clocks, one(0, None)).unwrap();
+    assert_eq!(
+        clocks.monotonic_reads.get(),
+        1,
+        "one read in the next millisecond"
+    );
+
+    // The wall clock steps back 10 s: past the drift bound every call needs real time, and
+    // issuing goes on from the allowance recorded before the step, up to it and no further
+    // while no real time passes.
+    let drift = seq.config().max_drift_ms;
+    let layout = seq.config().layout;
+    let clocks = at(T0 + 1 - 10_000, 5_002);
+    let batch = Request {
+        count: 100_000,
+        ..one(0, None)
+    };
+    let mut last_id = 0;
+    let refusal = loop {
+        match seq.issue_with(&clocks, batch) {
+            Ok(issued) => last_id = issued.last_id(),
+            Err(refusal) => break refusal,
+        }
+    };
+    assert!(matches!(refusal, IdError::Drift { .. }), "{refusal:?}");
+    let reached = layout.decode(last_id as i64, 1).unwrap().unix_ms;
+    // The allowance recorded at T0 + 1 (monotonic 5,001), 1 ms of real time later.
+    assert!(
+        reached <= T0 + 1 + drift + 1,
+        "{reached} past the allowance"
+    );
+    assert!(
+        reached >= T0 + drift - 25,
+        "{reached}: stopped well before the allowance"
+    );
+    assert!(
+        clocks.monotonic_reads.get() >= 2,
+        "read past the drift bound"
+    );
 }

@@ -1,0 +1,241 @@
+//! The running command's call: its arguments, its replies, and what it tells replicas.
+//!
+//! Commands are registered with our own `extern "C"` entry points (see `registry.rs`), so
+//! arguments are read in place from `argv` without copying them into owned strings.
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_int, c_longlong, CStr, CString};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use redis_module::raw;
+
+use crate::decimal::DecimalBuffer;
+use crate::refusal::Refusal;
+
+/// An argument of the running command: a Redis string that lives as long as the call.
+#[derive(Clone, Copy)]
+pub struct Arg<'call> {
+    string: NonNull<raw::RedisModuleString>,
+    _call: PhantomData<&'call Call>,
+}
+
+impl<'call> Arg<'call> {
+    /// The Redis string, for the module API.
+    pub fn raw(self) -> *mut raw::RedisModuleString {
+        self.string.as_ptr()
+    }
+
+    /// The argument's bytes.
+    pub fn bytes(self) -> &'call [u8] {
+        // SAFETY: an `Arg` is made only from the running call's argv (`Call::arg`), whose
+        // strings live unchanged for the call.
+        unsafe { string_bytes(self.string) }
+    }
+}
+
+/// The context of one command call.
+pub struct Call {
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: usize,
+    /// The context flags, asked of Redis once per call (a batch reply consults them per ID).
+    flags: Cell<Option<u32>>,
+}
+
+impl Call {
+    /// Wraps the arguments Redis passes to a command entry point.
+    ///
+    /// # Safety
+    /// `ctx`, `argv` and `argc` must be the ones Redis passed to the running command.
+    pub unsafe fn new(
+        ctx: *mut raw::RedisModuleCtx,
+        argv: *mut *mut raw::RedisModuleString,
+        argc: c_int,
+    ) -> Self {
+        Call {
+            ctx,
+            argv,
+            argc: usize::try_from(argc).unwrap_or(0),
+            flags: Cell::new(None),
+        }
+    }
+
+    /// Number of arguments, the command name included.
+    pub fn argc(&self) -> usize {
+        self.argc
+    }
+
+    /// Argument `index` (which must be below `argc`; a larger index panics, and the panic
+    /// is answered as an internal error).
+    pub fn arg(&self, index: usize) -> Arg<'_> {
+        assert!(index < self.argc, "argument {index} of {}", self.argc);
+        // SAFETY: Redis guarantees argv holds argc valid strings for the call's duration.
+        let string = unsafe { *self.argv.add(index) };
+        Arg {
+            string: NonNull::new(string).expect("Redis passes non-null arguments"),
+            _call: PhantomData,
+        }
+    }
+
+    /// The bytes of argument `index`.
+    pub fn arg_bytes(&self, index: usize) -> &[u8] {
+        self.arg(index).bytes()
+    }
+
+    /// Argument `index` as an integer, using Redis's own strict parser.
+    pub fn arg_integer(&self, index: usize) -> Option<i64> {
+        let mut value: c_longlong = 0;
+        // SAFETY: the argument is a valid RedisModuleString for the call's duration.
+        let status = unsafe {
+            raw::RedisModule_StringToLongLong.unwrap()(self.arg(index).string.as_ptr(), &mut value)
+        };
+        (status == raw::REDISMODULE_OK as c_int).then_some(value)
+    }
+
+    /// The database the calling client has selected.
+    pub fn selected_db(&self) -> i32 {
+        // SAFETY: ctx is the running command's context.
+        unsafe { raw::RedisModule_GetSelectedDb.unwrap()(self.ctx) }
+    }
+
+    /// The context flags (replica, loading, replicated from master, in a script…). They
+    /// cannot change while a command runs, so Redis is asked once.
+    pub fn flags(&self) -> u32 {
+        if let Some(flags) = self.flags.get() {
+            return flags;
+        }
+        // SAFETY: ctx is the running command's context.
+        let flags = unsafe { raw::RedisModule_GetContextFlags.unwrap()(self.ctx) as u32 };
+        self.flags.set(Some(flags));
+        flags
+    }
+
+    /// Whether the call comes from the master's replication stream or from loading a file,
+    /// rather than from a client.
+    pub fn is_replicated_or_loading(&self) -> bool {
+        self.flags() & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING)
+            != 0
+    }
+
+    /// Whether the call comes from a Lua script or function, where numbers are doubles
+    /// that cannot hold a 63-bit ID exactly.
+    pub fn is_from_script(&self) -> bool {
+        self.flags() & raw::REDISMODULE_CTX_FLAGS_LUA != 0
+    }
+
+    /// Replies with a snowflake ID: an integer, or a string inside scripts so that Lua
+    /// does not round it to a double.
+    pub fn reply_id(&self, id: u64) {
+        if self.is_from_script() {
+            self.reply_bulk(DecimalBuffer::new().u64(id));
+        } else {
+            self.reply_integer(id as i64);
+        }
+    }
+
+    /// Whether this instance is a replica.
+    pub fn is_replica(&self) -> bool {
+        self.flags() & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0
+    }
+
+    /// Propagates `command key value` to replicas and the AOF, in place of this call.
+    pub fn replicate_key_value(&self, command: &CStr, key: Arg<'_>, value: i64) {
+        // SAFETY: format "sl" takes a RedisModuleString and a long long, given in order.
+        unsafe {
+            raw::RedisModule_Replicate.unwrap()(
+                self.ctx,
+                command.as_ptr(),
+                c"sl".as_ptr(),
+                key.string.as_ptr(),
+                value as c_longlong,
+            );
+        }
+    }
+
+    /// Propagates `command key first second` to replicas and the AOF, in place of this call.
+    pub fn replicate_key_values(&self, command: &CStr, key: Arg<'_>, first: i64, second: i64) {
+        // SAFETY: format "sll" takes a RedisModuleString and two long longs, given in order.
+        unsafe {
+            raw::RedisModule_Replicate.unwrap()(
+                self.ctx,
+                command.as_ptr(),
+                c"sll".as_ptr(),
+                key.string.as_ptr(),
+                first as c_longlong,
+                second as c_longlong,
+            );
+        }
+    }
+
+    /// Fires a keyspace notification `event` of `class` for `key`.
+    pub fn notify(&self, class: raw::NotifyEvent, event: &CStr, key: Arg<'_>) {
+        // SAFETY: all pointers are valid for the call.
+        unsafe {
+            raw::RedisModule_NotifyKeyspaceEvent.unwrap()(
+                self.ctx,
+                class.bits(),
+                event.as_ptr(),
+                key.string.as_ptr(),
+            );
+        }
+    }
+
+    /// Replies with an integer.
+    pub fn reply_integer(&self, value: i64) {
+        raw::reply_with_long_long(self.ctx, value);
+    }
+
+    /// Starts an array reply of `len` elements, to be followed by `len` replies.
+    pub fn reply_array(&self, len: usize) {
+        raw::reply_with_array(self.ctx, len as std::ffi::c_long);
+    }
+
+    /// Starts a map reply of `len` pairs (a flat array of 2·len for RESP2 clients).
+    pub fn reply_map(&self, len: usize) {
+        raw::reply_with_map(self.ctx, len as std::ffi::c_long);
+    }
+
+    /// Replies with a bulk string.
+    pub fn reply_bulk(&self, text: &str) {
+        raw::reply_with_string_buffer(self.ctx, text.as_ptr().cast::<c_char>(), text.len());
+    }
+
+    /// Replies with a simple string such as `OK`.
+    pub fn reply_simple(&self, text: &CStr) {
+        raw::reply_with_simple_string(self.ctx, text.as_ptr());
+    }
+
+    /// Replies with a null.
+    pub fn reply_null(&self) {
+        raw::reply_with_null(self.ctx);
+    }
+
+    /// Replies with an error; `refusal` holds `CODE message`.
+    pub fn reply_refusal(&self, refusal: &Refusal) {
+        let text = CString::new(refusal.0.replace(['\r', '\n', '\0'], " "))
+            .unwrap_or_else(|_| CString::from(c"ERR invalid error text"));
+        // SAFETY: ctx is valid and text is NUL-terminated.
+        unsafe { raw::RedisModule_ReplyWithError.unwrap()(self.ctx, text.as_ptr()) };
+    }
+
+    /// Replies with Redis's standard wrong-number-of-arguments error.
+    pub fn reply_wrong_arity(&self) {
+        // SAFETY: ctx is valid.
+        unsafe { raw::RedisModule_WrongArity.unwrap()(self.ctx) };
+    }
+}
+
+/// The bytes of a Redis string.
+///
+/// # Safety
+/// `string` must be a valid Redis string that lives, unchanged, for `'a`.
+unsafe fn string_bytes<'a>(string: NonNull<raw::RedisModuleString>) -> &'a [u8] {
+    let mut len = 0;
+    let ptr = raw::string_ptr_len(string.as_ptr(), &mut len);
+    if ptr.is_null() {
+        return &[];
+    }
+    // SAFETY: Redis returns a pointer to `len` bytes that live as long as the string.
+    unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
+}
