@@ -1,6 +1,7 @@
 //! Parsing of a command's `NAME value` options.
 
-use crate::ffi::{Call, Refusal};
+use crate::call::Call;
+use crate::refusal::Refusal;
 
 use idgen_core::IdFormat;
 

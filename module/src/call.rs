@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, c_longlong, CStr, CString};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use redis_module::raw;
+use redis_module::{raw, Context, ContextFlags};
 
 use crate::decimal::DecimalBuffer;
 use crate::refusal::Refusal;
@@ -40,7 +40,7 @@ pub struct Call {
     argv: *mut *mut raw::RedisModuleString,
     argc: usize,
     /// The context flags, asked of Redis once per call (a batch reply consults them per ID).
-    flags: Cell<Option<u32>>,
+    flags: Cell<Option<c_int>>,
 }
 
 impl Call {
@@ -101,27 +101,28 @@ impl Call {
 
     /// The context flags (replica, loading, replicated from master, in a script…). They
     /// cannot change while a command runs, so Redis is asked once.
-    pub fn flags(&self) -> u32 {
-        if let Some(flags) = self.flags.get() {
-            return flags;
+    pub fn flags(&self) -> ContextFlags {
+        if let Some(bits) = self.flags.get() {
+            return ContextFlags::from_bits_truncate(bits);
         }
-        // SAFETY: ctx is the running command's context.
-        let flags = unsafe { raw::RedisModule_GetContextFlags.unwrap()(self.ctx) as u32 };
-        self.flags.set(Some(flags));
+        // redis-module's `Context::get_flags` (`RedisModule_GetContextFlags`, typed) on the
+        // running command's context.
+        let flags = Context::new(self.ctx).get_flags();
+        self.flags.set(Some(flags.bits()));
         flags
     }
 
     /// Whether the call comes from the master's replication stream or from loading a file,
     /// rather than from a client.
     pub fn is_replicated_or_loading(&self) -> bool {
-        self.flags() & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING)
-            != 0
+        self.flags()
+            .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
     }
 
     /// Whether the call comes from a Lua script or function, where numbers are doubles
     /// that cannot hold a 63-bit ID exactly.
     pub fn is_from_script(&self) -> bool {
-        self.flags() & raw::REDISMODULE_CTX_FLAGS_LUA != 0
+        self.flags().contains(ContextFlags::LUA)
     }
 
     /// Replies with a snowflake ID: an integer, or a string inside scripts so that Lua
@@ -136,7 +137,7 @@ impl Call {
 
     /// Whether this instance is a replica.
     pub fn is_replica(&self) -> bool {
-        self.flags() & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0
+        self.flags().contains(ContextFlags::SLAVE)
     }
 
     /// Propagates `command key value` to replicas and the AOF, in place of this call.

@@ -6,7 +6,9 @@
 use idgen_core::IdFormat;
 
 use crate::args::{id_format, parse_options, FORMAT};
-use crate::ffi::{Call, Refusal};
+use crate::call::Call;
+use crate::key::Keyspace;
+use crate::refusal::Refusal;
 use crate::state;
 
 /// Argument `index` as an integer of 0 or more; the error names it as `what`.
@@ -35,7 +37,7 @@ fn reply(call: &Call, id: u64, format: Option<IdFormat>) {
 
 /// `SNOWFLAKE.RANGE from-unix-ms to-unix-ms [FORMAT …]`: the lowest and the highest ID whose
 /// time lies in the window (both ends included), for `WHERE id BETWEEN lowest AND highest`.
-pub fn range(call: &Call) -> Result<(), Refusal> {
+pub fn range(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let from = non_negative(call, 1, "from-unix-ms")?;
     let to = non_negative(call, 2, "to-unix-ms")?;
     let [format] = parse_options(call, "SNOWFLAKE.RANGE", 3, [&FORMAT])?;
@@ -47,7 +49,7 @@ pub fn range(call: &Call) -> Result<(), Refusal> {
 }
 
 /// `SNOWFLAKE.COMPOSE unix-ms shard sequence [FORMAT …]`: the ID with these fields.
-pub fn compose(call: &Call) -> Result<(), Refusal> {
+pub fn compose(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let unix_ms = non_negative(call, 1, "unix-ms")?;
     let shard = non_negative(call, 2, "shard")?;
     let sequence = non_negative(call, 3, "sequence")?;

@@ -4,13 +4,15 @@
 //! check that the nodes it talks to share step and layout and have distinct offsets; this
 //! keyless, read-only command answers exactly that.
 
-use crate::ffi::{Call, Refusal};
+use crate::call::Call;
+use crate::key::Keyspace;
+use crate::refusal::Refusal;
 use crate::{state, version};
 
 /// Replies with the node's identity as field/value pairs (a map for RESP3 clients), named
 /// like the settings: step, offset, epoch, time-bits, shard-bits, sequence-bits, id-bits,
 /// and the module version.
-pub fn identity(call: &Call) -> Result<(), Refusal> {
+pub fn identity(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let config = state::config();
     let layout = &config.layout;
     let numbers = [

@@ -4,9 +4,10 @@ use idgen_core::{continue_above, next_range, parse_redis_integer};
 use redis_module::raw;
 
 use crate::args::{parse_options, COUNT, DECIMAL_FORMAT};
+use crate::call::Call;
 use crate::cmd_snowflake::refuse_on_replica;
-use crate::ffi::{wrong_type, Call, Refusal};
-use crate::key::{Access, KeyKind};
+use crate::key::{KeyKind, Keyspace, Write};
+use crate::refusal::{wrong_type, Refusal};
 use crate::{counters, fence, segment_marks, state};
 
 /// Hands out the COUNT smallest values above the key's integer that belong to this
@@ -15,12 +16,12 @@ use crate::{counters, fence, segment_marks, state};
 /// Two things can put the start higher: the segment fence, on a key's first use after a
 /// start (`fence`), and a value this instance handed out for the key before a full sync
 /// replaced its data (`segment_marks`).
-pub fn next(call: &Call) -> Result<(), Refusal> {
+pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key_name = call.arg(1);
     let [count, decimal] = parse_options(call, "SEGMENT.NEXT", 2, [&COUNT, &DECIMAL_FORMAT])?;
     refuse_on_replica(call)?;
     let config = state::config();
-    let mut key = call.open_key(key_name, Access::Write);
+    let mut key = keys.open::<Write>(key_name);
     let current = match key.kind() {
         KeyKind::Empty => 0,
         KeyKind::String => {

@@ -1,12 +1,15 @@
 //! `SNOWFLAKE.NEXT`, `SNOWFLAKE.BOUND` and `SNOWFLAKE.SETBOUND` (and `SNOWFLAKE.SETLAST`, its
 //! old name, kept so that AOF files written by earlier versions still load).
 
-use idgen_core::{IdError, KeyRecord, KeyState};
+use std::cell::Cell;
+
+use idgen_core::{Clocks, IdError, KeyRecord, KeyState};
 use redis_module::raw;
 
 use crate::args::{id_format, parse_options, COUNT, FORMAT, SHARD};
-use crate::ffi::{Call, Refusal};
-use crate::key::Access;
+use crate::call::Call;
+use crate::key::{Keyspace, Read, Write};
+use crate::refusal::Refusal;
 use crate::snowflake_type::SnowflakeKey;
 use crate::{clock, counters, pacing, state};
 
@@ -23,7 +26,7 @@ pub fn refuse_on_replica(call: &Call) -> Result<(), Refusal> {
 }
 
 /// `SNOWFLAKE.NEXT key [COUNT n] [SHARD s] [FORMAT decimal|base32|base62]`
-pub fn next(call: &Call) -> Result<(), Refusal> {
+pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key_name = call.arg(1);
     let [count, shard, format] =
         parse_options(call, "SNOWFLAKE.NEXT", 2, [&COUNT, &SHARD, &FORMAT])?;
@@ -33,22 +36,21 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
     // Opened for reading: most calls issue within the key's bound as its owner and change
     // only the in-memory last ID, which is not data (not saved, replicated or digested), so
     // Redis need not learn of a change. A call that extends the bound reopens it to write.
-    let mut key = call.open_key(key_name, Access::Read);
-    let value = key.value_mut::<SnowflakeKey>()?;
-    let state = value
-        .as_deref()
-        .map_or(KeyState::default(), SnowflakeKey::state);
-    let now = clock::now();
+    let key = keys.open::<Read>(key_name);
+    let value = key.value::<SnowflakeKey>()?;
+    let state = value.map_or(KeyState::default(), SnowflakeKey::state);
+    let clocks = clock::CallClocks::read();
+    let wall_unix_ms = clocks.wall_unix_ms();
     let (issue, pacing) = state::with_sequence(|sequence| {
-        let issue = sequence.issue_for_key(
-            now,
+        let issue = sequence.issue_for_key_with(
+            &clocks,
             count.unwrap_or(1),
             shard.unwrap_or(config.default_shard),
             state,
             state::incarnation(),
             config.snowflake_lease_ms(),
         )?;
-        Ok::<_, IdError>((issue, sequence.is_pacing(now)))
+        Ok::<_, IdError>((issue, sequence.is_pacing(wall_unix_ms)))
     })
     .inspect_err(|error| {
         if matches!(error, IdError::Drift { .. }) {
@@ -56,22 +58,22 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
         }
     })?;
     let batch = issue.batch;
-    pacing::observe(pacing, batch.last.time_ms, now);
+    pacing::observe(pacing, batch.last.time_ms, wall_unix_ms);
     let last_issued = Some(batch.last_id());
     match issue.extend {
         // Within the key's bound, as its owner: only the in-memory last ID changes. Nothing
         // is written to the dataset, replicas or the AOF.
         None => {
             if let Some(value) = value {
-                value.last_issued = last_issued;
+                value.last_issued.set(last_issued);
             }
         }
         Some(extended) => {
             drop(key);
-            let mut key = call.open_key(key_name, Access::Write);
+            let mut key = keys.open::<Write>(key_name);
             key.store(SnowflakeKey {
                 record: extended,
-                last_issued,
+                last_issued: Cell::new(last_issued),
             })?;
             drop(key);
             // The bound reaches replicas and the AOF before any ID under it is answered.
@@ -82,14 +84,20 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
                 extended.owner as i64,
             );
             counters::SNOWFLAKE_BOUND_WRITES.add(1);
+            // Like WATCH, a keyspace notification marks a change to the key's data: the
+            // bound, not the in-memory last ID (docs/commands.md).
+            call.notify(raw::NotifyEvent::MODULE, c"snowflake.next", key_name);
         }
     }
 
-    call.notify(raw::NotifyEvent::MODULE, c"snowflake.next", key_name);
     counters::SNOWFLAKE_CALLS.add(1);
     counters::SNOWFLAKE_IDS.add(batch.count);
-    counters::BORROWED_MS.add(batch.borrowed_ms);
-    counters::CLOCK_STEP_BACKS.add(u64::from(batch.clock_stepped_back));
+    if batch.borrowed_ms != 0 {
+        counters::BORROWED_MS.add(batch.borrowed_ms);
+    }
+    if batch.clock_stepped_back {
+        counters::CLOCK_STEP_BACKS.add(1);
+    }
     let reply = |id: u64| match format {
         None => call.reply_id(id),
         Some(format) => call.reply_bulk(&format.encode(id)),
@@ -104,8 +112,8 @@ pub fn next(call: &Call) -> Result<(), Refusal> {
 }
 
 /// `SNOWFLAKE.BOUND key`: the key's bound (every ID issued for it is at most this), or nil.
-pub fn bound(call: &Call) -> Result<(), Refusal> {
-    let key = call.open_key(call.arg(1), Access::Read);
+pub fn bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
+    let key = keys.open::<Read>(call.arg(1));
     match key.value::<SnowflakeKey>()? {
         Some(value) => call.reply_id(value.record.bound),
         None => call.reply_null(),
@@ -119,7 +127,7 @@ pub fn bound(call: &Call) -> Result<(), Refusal> {
 /// owner). From a client it is an operator's write: it only moves a bound forward, no
 /// further ahead than the drift bound, and records no owner — every instance then continues
 /// above it. `SNOWFLAKE.SETLAST key id`, its old name, does the same without an owner.
-pub fn set_bound(call: &Call) -> Result<(), Refusal> {
+pub fn set_bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key_name = call.arg(1);
     let config = state::config();
     let bound = call
@@ -149,7 +157,7 @@ pub fn set_bound(call: &Call) -> Result<(), Refusal> {
         }
     };
     refuse_on_replica(call)?;
-    let mut key = call.open_key(key_name, Access::Write);
+    let mut key = keys.open::<Write>(key_name);
     let current = key.value::<SnowflakeKey>()?.map(|value| value.record.bound);
     if let Some(current) = current.filter(|&current| from_client && bound <= current) {
         return Err(Refusal::new(

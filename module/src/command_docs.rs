@@ -90,14 +90,12 @@ pub struct CommandDocs {
     pub summary: &'static CStr,
     /// Time complexity.
     pub complexity: &'static CStr,
-    /// Redis arity: exact count if positive, minimum count if negative.
-    pub arity: c_int,
     /// How the command uses its single key (at position 1), or `None` without a key.
     pub key_access: Option<KeyAccess>,
     /// Redis command tips, space-separated (`nondeterministic_output`), or `None`.
     pub tips: Option<&'static CStr>,
     /// The arguments after the command name.
-    pub args: Vec<ArgDoc>,
+    pub args: &'static [ArgDoc],
 }
 
 /// The struct-size header Redis uses to read the info (the C header's
@@ -110,8 +108,9 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
 };
 
 impl CommandDocs {
-    /// Hands the docs to Redis for `command`.
-    pub fn apply(&self, command: *mut raw::RedisModuleCommand) -> Result<(), String> {
+    /// Hands the docs to Redis for `command`, whose arity is `arity` (exact count if
+    /// positive, minimum count if negative).
+    pub fn apply(&self, command: *mut raw::RedisModuleCommand, arity: c_int) -> Result<(), String> {
         // Redis copies what it needs; these buffers only have to outlive the call.
         let names: Vec<CString> = self
             .args
@@ -167,7 +166,7 @@ impl CommandDocs {
             since: crate::version::SINCE.as_ptr(),
             history: std::ptr::null_mut(),
             tips: self.tips.map_or(std::ptr::null(), CStr::as_ptr),
-            arity: self.arity,
+            arity,
             key_specs: if key_specs.is_empty() {
                 std::ptr::null_mut()
             } else {

@@ -1,10 +1,17 @@
-//! An open key of the running command, and typed access to what it holds.
+//! The keyspace of the running command, its one open key, and typed access to what it holds.
 //!
-//! Everything here that Redis hands out by pointer — a module value, a string's bytes — is
-//! lent as a reference tied to a borrow of the [`Key`]: it cannot outlive the key, and no
-//! shared reference can be held across a call that rewrites the key (those take
-//! `&mut self`). Module values are reached only through [`ModuleValue`], whose implementor
-//! vouches that its Redis type holds exactly that Rust type.
+//! Soundness rests on three rules the types enforce:
+//! - a command gets one [`Keyspace`] and opening a key borrows it mutably, so a command holds
+//!   at most one [`Key`] at a time: no two handles on one Redis key, no `&mut` to a value
+//!   aliased through another handle, no string borrowed from a handle another one rewrites;
+//! - everything Redis hands out by pointer — a module value, a string's bytes — is lent as a
+//!   reference tied to a borrow of the key, and calls that rewrite the key take `&mut self`;
+//! - a key opened with [`Read`] has no method that changes it: state that lives only in
+//!   memory (the snowflake owner's last ID) sits in a `Cell` of the value, and replicated
+//!   data can be changed only through a [`Write`] key, whose closing tells Redis.
+//!
+//! Module values are reached only through [`ModuleValue`], whose implementor vouches that
+//! its Redis type holds exactly that Rust type.
 
 use std::ffi::c_int;
 use std::marker::PhantomData;
@@ -12,16 +19,36 @@ use std::ptr::NonNull;
 
 use redis_module::raw;
 
-use crate::ffi::{format_i64, itoa_buffer, wrong_type, Refusal};
+use crate::call::Arg;
+use crate::decimal::DecimalBuffer;
+use crate::refusal::{wrong_type, Refusal};
 
-/// How a key is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Reading only. A missing key stays missing; closing it tells nobody it changed.
-    Read,
-    /// Reading and writing. Closing it signals the key as modified (`WATCH`, client-side
-    /// caching).
-    Write,
+/// How a key is opened: [`Read`] or [`Write`].
+pub trait Mode: private::Sealed {
+    /// The `RedisModule_OpenKey` mode.
+    const OPEN_MODE: c_int;
+}
+
+/// Opened for reading: a missing key stays missing, and closing it tells nobody it changed.
+pub struct Read;
+
+/// Opened for reading and writing: closing it signals the key as modified (`WATCH`,
+/// client-side caching).
+pub struct Write;
+
+impl Mode for Read {
+    const OPEN_MODE: c_int = raw::REDISMODULE_READ as c_int;
+}
+
+impl Mode for Write {
+    const OPEN_MODE: c_int = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+}
+
+mod private {
+    /// Only [`super::Read`] and [`super::Write`] are modes.
+    pub trait Sealed {}
+    impl Sealed for super::Read {}
+    impl Sealed for super::Write {}
 }
 
 /// What a key holds.
@@ -49,40 +76,51 @@ pub unsafe trait ModuleValue: Sized {
     fn registered() -> *mut raw::RedisModuleType;
 }
 
-/// A key opened by the running command; closed when dropped.
-pub struct Key<'call> {
-    /// Null when a missing key is opened for reading (Redis returns no handle then; every
-    /// API call below treats null as an empty key).
-    handle: *mut raw::RedisModuleKey,
-    access: Access,
-    _call: PhantomData<&'call ()>,
+/// The keys of the running command. There is one per call (made by the command dispatcher),
+/// and a key opened through it borrows it: one open key at a time.
+pub struct Keyspace<'call> {
+    ctx: NonNull<raw::RedisModuleCtx>,
+    _call: PhantomData<&'call mut ()>,
 }
 
-impl<'call> Key<'call> {
-    /// Opens `name` in the running command's database.
+impl<'call> Keyspace<'call> {
+    /// The keyspace of the running command.
     ///
     /// # Safety
-    /// `ctx` must be the running command's context and `name` a Redis string valid for
-    /// `'call`, the duration of the command.
-    pub unsafe fn open(
-        ctx: *mut raw::RedisModuleCtx,
-        name: NonNull<raw::RedisModuleString>,
-        access: Access,
-    ) -> Key<'call> {
-        let mode = match access {
-            Access::Read => raw::REDISMODULE_READ,
-            Access::Write => raw::REDISMODULE_READ | raw::REDISMODULE_WRITE,
-        } as c_int;
-        // SAFETY: ctx and name are valid for the call (the caller's contract); the handle is
-        // closed on drop.
-        let handle = unsafe { raw::RedisModule_OpenKey.unwrap()(ctx, name.as_ptr(), mode) };
-        Key {
-            handle: handle.cast(),
-            access,
+    /// `ctx` must be the running command's context, valid for `'call`, and only one
+    /// `Keyspace` may be made per call.
+    pub unsafe fn new(ctx: NonNull<raw::RedisModuleCtx>) -> Self {
+        Keyspace {
+            ctx,
             _call: PhantomData,
         }
     }
 
+    /// Opens the key named by `name`, an argument of this call, in the calling client's
+    /// database. It stays open (and this keyspace borrowed) until the key is dropped.
+    pub fn open<M: Mode>(&mut self, name: Arg<'_>) -> Key<'_, M> {
+        // SAFETY: ctx is the running command's (the contract of `new`) and `name` one of its
+        // arguments, valid for the call; the handle is closed when the `Key` drops, before
+        // the call ends (the key borrows this keyspace, which lives no longer than 'call).
+        let handle = unsafe {
+            raw::RedisModule_OpenKey.unwrap()(self.ctx.as_ptr(), name.raw(), M::OPEN_MODE)
+        };
+        Key {
+            handle: handle.cast(),
+            _open: PhantomData,
+        }
+    }
+}
+
+/// A key opened by the running command; closed when dropped.
+pub struct Key<'open, M: Mode> {
+    /// Null when a missing key is opened for reading (Redis returns no handle then; every
+    /// API call below treats null as an empty key).
+    handle: *mut raw::RedisModuleKey,
+    _open: PhantomData<(&'open mut (), M)>,
+}
+
+impl<M: Mode> Key<'_, M> {
     /// What the key holds.
     pub fn kind(&self) -> KeyKind {
         // SAFETY: the handle is open or null, which Redis reads as an empty key.
@@ -98,18 +136,49 @@ impl<'call> Key<'call> {
     /// The key's value if it holds a `T`; `None` if it is empty; WRONGTYPE otherwise.
     pub fn value<T: ModuleValue>(&self) -> Result<Option<&T>, Refusal> {
         // SAFETY: the pointer is a live `Box<T>` owned by the key (`typed_value`), borrowed
-        // for no longer than `&self`.
+        // for no longer than `&self`; nothing can change it meanwhile (`value_mut` and
+        // `store` take `&mut self`, and no other handle on the key exists).
         Ok(self
             .typed_value::<T>()?
             .map(|value| unsafe { value.as_ref() }))
     }
 
+    /// The bytes of a string key (empty for an empty key).
+    pub fn string_value(&self) -> &[u8] {
+        if self.handle.is_null() {
+            return &[];
+        }
+        let mut len = 0;
+        let ptr = raw::string_dma(self.handle, &mut len, raw::KeyMode::READ);
+        if ptr.is_null() {
+            return &[];
+        }
+        // SAFETY: DMA returns `len` readable bytes valid until the key is modified or
+        // closed; both need `&mut self` or the key's drop, which this borrow prevents.
+        unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
+    }
+
+    /// The pointer to the key's value if it is a value of `T`'s registered type.
+    fn typed_value<T: ModuleValue>(&self) -> Result<Option<NonNull<T>>, Refusal> {
+        // The common case first, in two API calls: Redis answers null for an empty key or a
+        // value that is not a module's, and only then is the key's kind asked.
+        // SAFETY: the handle is open or null.
+        let kind = unsafe { raw::RedisModule_ModuleTypeGetType.unwrap()(self.handle) };
+        if !kind.is_null() && kind == T::registered() {
+            // SAFETY: the key holds a value of T's type, a `Box<T>`'s pointer (`ModuleValue`).
+            let value = unsafe { raw::RedisModule_ModuleTypeGetValue.unwrap()(self.handle) };
+            return Ok(NonNull::new(value.cast::<T>()));
+        }
+        match self.kind() {
+            KeyKind::Empty => Ok(None),
+            KeyKind::String | KeyKind::Module | KeyKind::Other => Err(wrong_type()),
+        }
+    }
+}
+
+impl Key<'_, Write> {
     /// The key's value, to change in place, if it holds a `T`; `None` if it is empty;
     /// WRONGTYPE otherwise.
-    ///
-    /// Changing it through a key opened for reading is allowed: Redis then does not learn
-    /// that the key changed, which is right only for state that is not part of the data
-    /// (the snowflake owner's in-memory last ID).
     pub fn value_mut<T: ModuleValue>(&mut self) -> Result<Option<&mut T>, Refusal> {
         // SAFETY: as in `value`; `&mut self` makes this the only reference.
         Ok(self
@@ -118,9 +187,9 @@ impl<'call> Key<'call> {
     }
 
     /// Stores `value` as the key's value: in place if the key holds a `T`, as a new value
-    /// if it is empty; WRONGTYPE otherwise. The key must be open for writing.
+    /// if it is empty; WRONGTYPE otherwise.
     pub fn store<T: ModuleValue>(&mut self, value: T) -> Result<(), Refusal> {
-        self.require_write()?;
+        self.require_handle()?;
         if let Some(current) = self.value_mut::<T>()? {
             *current = value;
             return Ok(());
@@ -139,34 +208,20 @@ impl<'call> Key<'call> {
         Ok(())
     }
 
-    /// The bytes of a string key (empty for an empty key).
-    pub fn string_value(&self) -> &[u8] {
-        if self.handle.is_null() {
-            return &[];
-        }
-        let mut len = 0;
-        let ptr = raw::string_dma(self.handle, &mut len, raw::KeyMode::READ);
-        if ptr.is_null() {
-            return &[];
-        }
-        // SAFETY: DMA returns `len` readable bytes valid until the key is modified or
-        // closed; both need `&mut self` or the key's drop, which this borrow prevents.
-        unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
-    }
-
     /// Replaces the key's value with the integer `value` as a Redis string (like SET, this
-    /// drops any TTL). The key must be open for writing.
+    /// drops any TTL).
     ///
     /// The digits are written into the string in place (truncate, then direct access) rather
     /// than with `RedisModule_StringSet`, which deletes the key and adds a new one: that
     /// costs about 2,000 instructions a call, more than `INCR` does in all.
     pub fn set_integer(&mut self, value: i64) -> Result<(), Refusal> {
-        self.require_write()?;
-        let mut buffer = itoa_buffer();
-        let digits = format_i64(&mut buffer, value).as_bytes();
-        // SAFETY: the handle is open for writing; StringTruncate makes the key a string of
-        // exactly `digits.len()` bytes (creating it if empty), and DMA then points at those
-        // bytes, which nothing else references (`&mut self`), until the key is closed.
+        self.require_handle()?;
+        let mut buffer = DecimalBuffer::new();
+        let digits = buffer.i64(value).as_bytes();
+        // SAFETY: the handle is open for writing; StringTruncate makes the key
+        // a string of exactly `digits.len()` bytes (creating it if empty), and DMA then
+        // points at those bytes, which nothing else references (`&mut self`), until the key
+        // is closed.
         unsafe {
             let status = raw::RedisModule_StringTruncate.unwrap()(self.handle, digits.len());
             if status != raw::REDISMODULE_OK as c_int {
@@ -185,39 +240,20 @@ impl<'call> Key<'call> {
         }
         Ok(())
     }
+}
 
-    /// The pointer to the key's value if it is a value of `T`'s registered type.
-    fn typed_value<T: ModuleValue>(&self) -> Result<Option<NonNull<T>>, Refusal> {
-        match self.kind() {
-            KeyKind::Empty => Ok(None),
-            KeyKind::Module => {
-                // SAFETY: the key is open and holds a module value.
-                let kind = unsafe { raw::RedisModule_ModuleTypeGetType.unwrap()(self.handle) };
-                if kind.is_null() || kind != T::registered() {
-                    return Err(wrong_type());
-                }
-                // SAFETY: as above; the type check makes the value a `Box<T>`'s pointer.
-                let value = unsafe { raw::RedisModule_ModuleTypeGetValue.unwrap()(self.handle) };
-                Ok(NonNull::new(value.cast::<T>()))
-            }
-            KeyKind::String | KeyKind::Other => Err(wrong_type()),
+impl Key<'_, Write> {
+    /// Redis returns a handle for a missing key opened to write; a null one means the open
+    /// failed, and nothing can be written.
+    fn require_handle(&self) -> Result<(), Refusal> {
+        if self.handle.is_null() {
+            return Err(write_failed());
         }
-    }
-
-    fn require_write(&self) -> Result<(), Refusal> {
-        match self.access {
-            Access::Write if !self.handle.is_null() => Ok(()),
-            Access::Write => Err(write_failed()),
-            // A bug in a command, not a user's mistake: say so rather than crash.
-            Access::Read => Err(Refusal::new(
-                "ERR",
-                "idgen tried to write a key it opened for reading (a bug: please report it)",
-            )),
-        }
+        Ok(())
     }
 }
 
-impl Drop for Key<'_> {
+impl<M: Mode> Drop for Key<'_, M> {
     fn drop(&mut self) {
         raw::close_key(self.handle);
     }

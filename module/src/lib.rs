@@ -6,6 +6,7 @@
 //! the `snowflake` key type, replication of effects and `INFO idgen`.
 
 mod args;
+mod call;
 mod clock;
 mod cmd_compose;
 mod cmd_decode;
@@ -15,15 +16,18 @@ mod cmd_snowflake;
 mod command_docs;
 mod compat;
 mod counters;
+mod decimal;
 mod events;
 mod fence;
-mod ffi;
 mod guard;
+#[cfg(test)]
+mod import_graph;
 mod info;
 mod key;
 mod key_events;
 mod key_slot;
 mod pacing;
+mod refusal;
 mod registry;
 mod segment_marks;
 mod settings;

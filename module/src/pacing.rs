@@ -5,7 +5,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use idgen_core::Now;
 use redis_module::logging::RedisLogLevel;
 use redis_module::Context;
 
@@ -19,12 +18,15 @@ pub fn is_pacing() -> bool {
 }
 
 /// Records what the last issuing call found, and logs a change.
-pub fn observe(pacing: bool, last_time_ms: u64, now: Now) {
-    if PACING.swap(pacing, Ordering::Relaxed) == pacing {
+pub fn observe(pacing: bool, last_time_ms: u64, wall_unix_ms: u64) {
+    // A load first: a swap is a locked instruction on every call, and the state changes
+    // only when the clock starts or stops running ahead.
+    if PACING.load(Ordering::Relaxed) == pacing {
         return;
     }
+    PACING.store(pacing, Ordering::Relaxed);
     let config = state::config();
-    let wall_ms = now.wall_unix_ms.saturating_sub(config.layout.epoch_unix_ms);
+    let wall_ms = wall_unix_ms.saturating_sub(config.layout.epoch_unix_ms);
     let message = if pacing {
         format!(
             "the snowflake clock runs {} ms ahead of the wall clock, more than \

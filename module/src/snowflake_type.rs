@@ -11,6 +11,7 @@
 //! - so are the segment values this instance remembers (`segment_marks`), so a replica that
 //!   restarts still knows what it handed out before a full sync erased it.
 
+use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 
 use redis_module::{native_types::RedisType, raw};
@@ -21,12 +22,14 @@ use crate::key::ModuleValue;
 use crate::{clock, compat, guard, segment_marks, state};
 
 /// What a snowflake key holds.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct SnowflakeKey {
     /// The bound and its owner: what RDB, replicas and the AOF hold.
     pub record: KeyRecord,
-    /// The key's last ID, known to its owner only, in memory only.
-    pub last_issued: Option<u64>,
+    /// The key's last ID, known to its owner only, in memory only: a `Cell`, so that a
+    /// command that opened the key for reading can keep it without being able to change
+    /// the record.
+    pub last_issued: Cell<Option<u64>>,
 }
 
 impl SnowflakeKey {
@@ -34,7 +37,7 @@ impl SnowflakeKey {
     pub fn from_record(record: KeyRecord) -> Self {
         SnowflakeKey {
             record,
-            last_issued: None,
+            last_issued: Cell::new(None),
         }
     }
 }
@@ -87,7 +90,7 @@ impl SnowflakeKey {
     pub fn state(&self) -> KeyState {
         KeyState {
             record: Some(self.record),
-            last_issued: self.last_issued,
+            last_issued: self.last_issued.get(),
         }
     }
 }
@@ -274,7 +277,7 @@ unsafe extern "C" fn copy(
 ) -> *mut c_void {
     guard::or_log("copying a snowflake key", std::ptr::null_mut(), || {
         // SAFETY: Redis passes a value of this type, alive for the callback.
-        let key = *unsafe { key_at(value) };
+        let key = unsafe { key_at(value) }.clone();
         Box::into_raw(Box::new(key)).cast()
     })
 }

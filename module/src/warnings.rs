@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use redis_module::{Context, RedisValue};
 
-use crate::state;
+use crate::{guard, state};
 
 /// How often the configuration is checked.
 const CHECK_EVERY: Duration = Duration::from_secs(5);
@@ -28,14 +28,21 @@ pub fn start(ctx: &Context) {
     ctx.create_timer(Duration::from_millis(10), check, ());
 }
 
+/// The timer's callback. redis-module's timer trampoline calls it with no panic guard of
+/// its own, so the check runs under ours; the next check is armed whatever happened.
 fn check(ctx: &Context, (): ()) {
-    let found = find(ctx);
-    let mut current = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
-    for warning in found.iter().filter(|w| !current.contains(w)) {
-        ctx.log_warning(&format!("guarantee at risk: {warning}"));
-    }
-    *current = found;
-    drop(current);
+    guard::or_log(
+        "checking the configuration for guarantees at risk",
+        (),
+        || {
+            let found = find(ctx);
+            let mut current = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
+            for warning in found.iter().filter(|w| !current.contains(w)) {
+                ctx.log_warning(&format!("guarantee at risk: {warning}"));
+            }
+            *current = found;
+        },
+    );
     ctx.create_timer(CHECK_EVERY, check, ());
 }
 

@@ -398,7 +398,7 @@ fn dump_restore_and_copy_keep_the_last_id_and_ids_continue_above_it() {
 }
 
 #[test]
-fn keyspace_notifications_name_the_event() {
+fn keyspace_notifications_name_the_event_and_fire_when_the_key_changes() {
     let server = Server::start(&[]);
     let mut conn = server.conn();
     let _: () = cmd("CONFIG")
@@ -428,6 +428,12 @@ fn keyspace_notifications_name_the_event() {
             ("__keyevent@0__:segment.next".to_string(), "s".to_string())
         ]
     );
+    // A snowflake call under the key's bound writes nothing, and fires nothing; a segment
+    // call writes the key every time.
+    let _: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
+    let _: i64 = cmd("SEGMENT.NEXT").arg("s").query(&mut conn).unwrap();
+    let message = pubsub.get_message().unwrap();
+    assert_eq!(message.get_channel_name(), "__keyevent@0__:segment.next");
 }
 
 /// Polls `INFO idgen` until the configuration check (run just after load) has reported.
