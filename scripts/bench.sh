@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Runs the side-by-side benchmarks and rewrites BENCHMARKS.md and bench/throughput.svg.
-#   scripts/bench.sh            # full run (several minutes; 3 rounds, medians)
+#   scripts/bench.sh            # full run (3 rounds, medians; about 15 minutes here)
 #   scripts/bench.sh --quick    # a small smoke run, written to the temp directory
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh --bench
+# The floor of a module command is compared on every server CI tests.
+scripts/servers.sh install
 cargo build --release -p idgen-module -p idgen-bench
+IDGEN_FLOOR_MODULE=$(scripts/floor-module.sh)
+export IDGEN_FLOOR_MODULE
 exec target/release/idgen-bench "$@"

@@ -1,53 +1,77 @@
 #!/usr/bin/env bash
-# How close SNOWFLAKE.NEXT comes to INCR, and to the floor of any module command: rounds of
-# `redis-benchmark -c 50 -P 32` interleaved in one run against one redis-server with the
-# module loaded, for
-#   INCR ki                  the native command
-#   SNOWFLAKE.BOUND kb       a read-only module command that opens a snowflake key and replies
-#                            a 19-digit ID: the least any module command doing that can cost
-#   SNOWFLAKE.NEXT ks        the product
-# Prints each round and the medians as ratios to INCR. Needs the release module built
-# (cargo build --release -p idgen-module) and redis-benchmark (redis-tools).
+# How close idgen's commands come to the floor of any module command, on every server CI
+# tests: rounds of `redis-benchmark -c 50 -P 32`, interleaved, against one server per
+# version with both modules loaded, for
+#   INCR ki              the native command
+#   IDFLOOR.NEXTID kf    a C module command that shares no code with idgen: same name length,
+#                        flags and key spec as SNOWFLAKE.NEXT, opens its existing key for
+#                        reading and replies a 19-digit integer (bench/floor/floor.c)
+#   SNOWFLAKE.NEXT ks    the product
+#   SEGMENT.NEXT kg      the product
+# Prints each round, then per server the medians as ratios to the floor and to INCR. Needs
+# the release module (cargo build --release -p idgen-module) and redis-benchmark.
 #
-#   scripts/module-floor.sh [ROUNDS] [REQUESTS]      # defaults: 3 rounds of 2,000,000
-#   REDIS_SERVER=$(scripts/servers.sh path valkey-9.1) scripts/module-floor.sh   # on Valkey 9.1
+#   scripts/module-floor.sh [ROUNDS] [REQUESTS]            # defaults: 3 rounds of 2,000,000
+#   IDGEN_SERVERS="valkey-9.1" scripts/module-floor.sh     # one server (names: servers.sh names)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 requests=${2:-2000000}
 module=$PWD/target/release/libidgen.so
 [ -f "$module" ] || { echo "build the module first: cargo build --release -p idgen-module" >&2; exit 1; }
-dir=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
-server=${REDIS_SERVER:-redis-server}
-"$server" --version
-"$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
-  --logfile "$dir/redis.log" --loadmodule "$module" snowflake-restart-fence no >/dev/null &
-pid=$!
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 100); do
-  redis-cli -p "$port" PING >/dev/null 2>&1 && break
-  sleep 0.1
-done
-# redis-benchmark spins forever against a port where nothing answers: check first.
-redis-cli -p "$port" PING >/dev/null || { cat "$dir/redis.log" >&2; exit 1; }
-redis-cli -p "$port" SNOWFLAKE.NEXT kb >/dev/null
+floor=$(scripts/floor-module.sh)
+commands=("INCR ki" "IDFLOOR.NEXTID kf" "SNOWFLAKE.NEXT ks" "SEGMENT.NEXT kg")
+summary=()
 
-rate() {
-  redis-benchmark -p "$port" -c 50 -P 32 -n "$requests" -q "$@" 2>/dev/null |
-    tr '\r' '\n' | grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1
-}
-declare -A all
-for round in $(seq "$rounds"); do
-  for cmd in "INCR ki" "SNOWFLAKE.BOUND kb" "SNOWFLAKE.NEXT ks"; do
-    r=$(rate $cmd)
-    all[$cmd]+="$r "
-    printf 'round %s  %-20s %12s requests/s\n' "$round" "$cmd" "$r"
+measure() { # server-name server-binary
+  local name=$1 server=$2 dir port pid
+  dir=$(mktemp -d)
+  port=$((20000 + RANDOM % 20000))
+  echo "== $name: $("$server" --version)"
+  "$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+    --logfile "$dir/server.log" --loadmodule "$module" snowflake-restart-fence no \
+    --loadmodule "$floor" >/dev/null &
+  pid=$!
+  for _ in $(seq 100); do
+    redis-cli -p "$port" PING >/dev/null 2>&1 && break
+    sleep 0.1
   done
-done
+  # redis-benchmark spins forever against a port where nothing answers: check first.
+  if ! redis-cli -p "$port" PING >/dev/null; then
+    cat "$dir/server.log" >&2; kill "$pid" 2>/dev/null; rm -rf "$dir"; exit 1
+  fi
+  # Every command's key exists before the rounds, as in steady use.
+  redis-cli -p "$port" SET kf 1 >/dev/null
+  redis-cli -p "$port" SNOWFLAKE.NEXT ks >/dev/null
+  redis-cli -p "$port" SEGMENT.NEXT kg >/dev/null
+  declare -A all=()
+  local round cmd r
+  for round in $(seq "$rounds"); do
+    for cmd in "${commands[@]}"; do
+      r=$(redis-benchmark -p "$port" -c 50 -P 32 -n "$requests" -q $cmd 2>/dev/null |
+        tr '\r' '\n' | grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1)
+      all[$cmd]+="${r:-0} "
+      printf 'round %s  %-20s %12s requests/s\n' "$round" "$cmd" "${r:-none}"
+    done
+  done
+  kill "$pid"; wait "$pid" 2>/dev/null || true; rm -rf "$dir"
+  local incr base m
+  incr=$(echo "${all[INCR ki]}" | median)
+  base=$(echo "${all[IDFLOOR.NEXTID kf]}" | median)
+  for cmd in "${commands[@]}"; do
+    m=$(echo "${all[$cmd]}" | median)
+    summary+=("$(awk -v s="$name" -v c="$cmd" -v m="$m" -v i="$incr" -v f="$base" \
+      'BEGIN {printf "%-11s %-20s %11.0f requests/s  %.2f x floor  %.2f x INCR", s, c, m, m / f, m / i}')")
+  done
+}
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-incr=$(echo "${all[INCR ki]}" | median)
-for cmd in "INCR ki" "SNOWFLAKE.BOUND kb" "SNOWFLAKE.NEXT ks"; do
-  m=$(echo "${all[$cmd]}" | median)
-  awk -v c="$cmd" -v m="$m" -v i="$incr" 'BEGIN {printf "median %-20s %12.0f requests/s  %.2f x INCR\n", c, m, m / i}'
-done
+
+if [ -n "${REDIS_SERVER:-}" ]; then
+  measure "$(basename "$REDIS_SERVER")" "$REDIS_SERVER"
+else
+  for name in ${IDGEN_SERVERS:-$(scripts/servers.sh names)}; do
+    measure "$name" "$(scripts/servers.sh path "$name")"
+  done
+fi
+echo "== medians of $rounds rounds (redis-benchmark -c 50 -P 32 -n $requests)"
+printf '%s\n' "${summary[@]}"

@@ -93,7 +93,7 @@ fn count(approach: Approach, requests: u64) -> InstructionCount {
 
 /// The inclusive count of `function` in callgrind_annotate's output, whose lines read
 /// `356,922,721 (75.82%)  ???:processCommand [/usr/bin/redis-server]`; 0 if absent.
-fn inclusive(annotated: &str, function: &str) -> u64 {
+pub fn inclusive(annotated: &str, function: &str) -> u64 {
     let needle = format!(":{function} ");
     annotated
         .lines()

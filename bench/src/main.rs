@@ -5,6 +5,7 @@
 
 mod client_side;
 mod driver;
+mod floor;
 mod instructions;
 mod plot;
 mod report;
@@ -72,6 +73,11 @@ async fn main() {
     let server = tokio::task::spawn_blocking(move || server_side::run(rounds, scale))
         .await
         .unwrap();
+    let count_instructions = instructions::available();
+    eprintln!("the floor of a module command, on every server CI tests…");
+    let floors = tokio::task::spawn_blocking(move || floor::run(rounds, scale, count_instructions))
+        .await
+        .unwrap();
     eprintln!("client side…");
     let client = client_side::run(rounds, scale).await;
     eprintln!("time to N IDs…");
@@ -88,7 +94,7 @@ async fn main() {
     let traffic = tokio::task::spawn_blocking(write_traffic::run)
         .await
         .unwrap();
-    let instructions = if instructions::available() {
+    let instructions = if count_instructions {
         eprintln!("instructions per request (callgrind)…");
         let requests = if quick { 2_000 } else { 20_000 };
         tokio::task::spawn_blocking(move || instructions::run(requests))
@@ -108,7 +114,15 @@ async fn main() {
         },
         rounds,
     };
-    let text = report::render(&context, &server, &instructions, &traffic, &client, &seed);
+    let text = report::render(
+        &context,
+        &server,
+        &floors,
+        &instructions,
+        &traffic,
+        &client,
+        &seed,
+    );
     let (report_path, plot_path) = if quick {
         (
             std::env::temp_dir().join("BENCHMARKS.quick.md"),

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::client_side::{Results as ClientResults, SideBySide};
+use crate::floor::{ServerFloor, COMMANDS as FLOOR_COMMANDS, FLOOR, INCR as FLOOR_INCR};
 use crate::instructions::InstructionCount;
 use crate::seed::{Row, Timing, COUNTS};
 use crate::server_side::{Approach, Measurement, CLIENTS, PIPELINES};
@@ -69,6 +70,7 @@ impl RatioTarget<'_> {
 pub fn render(
     context: &Context,
     server: &[Measurement],
+    floors: &[ServerFloor],
     instructions: &[InstructionCount],
     traffic: &[Traffic],
     client: &ClientResults,
@@ -111,6 +113,19 @@ pub fn render(
             unit: "",
         }
         .write_row(w, server);
+    }
+    for floor in floors {
+        for (index, at_least) in [(2, 0.9), (3, 0.9)] {
+            let ratio = floor.rates[index] / floor.rates[FLOOR];
+            let _ = writeln!(
+                w,
+                "| `{}` / the floor of a module command ≥ {at_least}, pipelined (c=50, P=32), {} | {ratio:.2} (rounds: {}) | {} |",
+                FLOOR_COMMANDS[index].label,
+                floor.name,
+                round_ratios(floor, index),
+                verdict(ratio >= at_least)
+            );
+        }
     }
     // Pipelined, the server's work per request decides; unpipelined, the round trip does.
     for (pipeline, label) in [(32, "pipelined (P=32)"), (1, "unpipelined (P=1)")] {
@@ -180,6 +195,7 @@ pub fn render(
     }
 
     render_traffic(w, traffic);
+    render_floors(w, floors);
 
     // Server side.
     let _ = writeln!(w, "\n## Server side: IDs per second\n");
@@ -392,5 +408,56 @@ fn render_traffic(w: &mut String, traffic: &[Traffic]) {
             grouped(row.aof_bytes as f64),
             grouped(row.replication_bytes as f64)
         );
+    }
+}
+
+/// Each round's ratio of command `index` to the floor, as `0.91, 0.93, 0.90`.
+fn round_ratios(floor: &ServerFloor, index: usize) -> String {
+    floor.rounds[index]
+        .iter()
+        .zip(&floor.rounds[FLOOR])
+        .map(|(ours, base)| format!("{:.2}", ours / base))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn render_floors(w: &mut String, floors: &[ServerFloor]) {
+    let _ = writeln!(
+        w,
+        "\n## The floor of a module command, on every server CI tests\n\n\
+         The floor is `IDFLOOR.NEXTID` ([bench/floor/floor.c](bench/floor/floor.c)): a module \
+         command written in C against `redismodule.h`, sharing no code with idgen, with \
+         `SNOWFLAKE.NEXT`'s name length, flags (`write deny-oom`) and key spec; it opens its \
+         existing key for reading and replies a 19-digit integer, nothing else. Each server \
+         runs both modules, and rounds of `redis-benchmark -c 50 -P 32` for the four commands \
+         are interleaved against it (medians below; each round's ratio in the targets). \
+         Instructions: the same commands on the same server under callgrind, 8 connections, \
+         pipeline 32, counted phase by phase; \"whole server\" includes reading requests and \
+         writing replies.\n"
+    );
+    for floor in floors {
+        let _ = writeln!(
+            w,
+            "**{}** ({})\n\n| command | requests/s | × floor | × `INCR` | instructions per request, whole server | in `processCommand` |\n|---|---:|---:|---:|---:|---:|",
+            floor.name, floor.version
+        );
+        for (index, command) in FLOOR_COMMANDS.iter().enumerate() {
+            let (total, process) = match &floor.instructions {
+                Some(counts) => (
+                    grouped(counts[index].total),
+                    grouped(counts[index].process_command),
+                ),
+                None => ("–".to_string(), "–".to_string()),
+            };
+            let _ = writeln!(
+                w,
+                "| `{}` | {} | {:.2} | {:.2} | {total} | {process} |",
+                command.label,
+                grouped(floor.rates[index]),
+                floor.rates[index] / floor.rates[FLOOR],
+                floor.rates[index] / floor.rates[FLOOR_INCR],
+            );
+        }
+        let _ = writeln!(w);
     }
 }

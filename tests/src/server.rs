@@ -108,6 +108,9 @@ pub struct ServerOptions {
     /// Data files (an RDB, an AOF directory) copied into the server's directory before it
     /// first starts, for it to load.
     pub data_files: Option<PathBuf>,
+    /// The server program; `None` for [`server_binary()`] (`$REDIS_SERVER` or
+    /// `redis-server`).
+    pub binary: Option<PathBuf>,
 }
 
 impl ServerOptions {
@@ -120,7 +123,14 @@ impl ServerOptions {
             launcher: Vec::new(),
             tls: None,
             data_files: None,
+            binary: None,
         }
+    }
+
+    /// Runs this server program instead of [`server_binary()`]'s (another version).
+    pub fn binary(mut self, program: PathBuf) -> Self {
+        self.binary = Some(program);
+        self
     }
 
     /// Starts the server on a copy of the files in `dir` (see [`ServerOptions::data_files`]).
@@ -207,7 +217,11 @@ impl Server {
     }
 
     fn launch(&mut self) -> Result<(), LoadFailure> {
-        let redis_server = server_binary();
+        let redis_server = self
+            .options
+            .binary
+            .clone()
+            .unwrap_or_else(|| server_binary().into());
         let mut command = match self.options.launcher.split_first() {
             Some((program, args)) => {
                 let mut command = Command::new(program);
