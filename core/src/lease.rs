@@ -81,6 +81,26 @@ impl SnowflakeSequence {
         Ok(())
     }
 
+    /// One ID with `shard` for a key in `state`, as incarnation `me`, at `wall_unix_ms`, on
+    /// the path almost every call takes: the key is `me`'s, its last ID is known, and the
+    /// new ID stays under its bound in the same wall millisecond as the previous call, so
+    /// nothing is written. `None` when that does not hold, with nothing changed: then
+    /// [`SnowflakeSequence::issue_for_key_with`] decides, and for the calls this answers it
+    /// gives the same ID and the same state (property-tested).
+    pub fn issue_one_owned(
+        &mut self,
+        wall_unix_ms: u64,
+        shard: u64,
+        state: KeyState,
+        me: u64,
+    ) -> Option<u64> {
+        let record = state
+            .record
+            .filter(|record| record.owner == me && me != 0)?;
+        let above = state.last_issued?;
+        self.issue_one_within(wall_unix_ms, shard, above, record.bound)
+    }
+
     /// Issues `count` IDs with `shard` for a key in `state`, as incarnation `me`, extending
     /// the key's bound by `lease_ms` when it must be extended. Refuses, changing nothing, as
     /// [`SnowflakeSequence::issue`] does.

@@ -111,7 +111,8 @@ pub struct Batch {
     pub borrowed_ms: u64,
     /// Whether this call saw the wall clock lower than the previous call did.
     pub clock_stepped_back: bool,
-    config: Config,
+    composer: Composer,
+    ids_per_ms: u64,
 }
 
 impl Batch {
@@ -121,19 +122,19 @@ impl Batch {
             position: self.first,
             remaining: self.count,
             shard: self.shard,
-            ids_per_ms: self.config.ids_per_ms(),
-            config: self.config,
+            ids_per_ms: self.ids_per_ms,
+            composer: self.composer,
         }
     }
 
     /// The first (smallest) ID of the batch.
     pub fn first_id(&self) -> u64 {
-        compose(&self.config, self.first, self.shard)
+        self.composer.id(self.first, self.shard)
     }
 
     /// The last (largest) ID of the batch: what the key records.
     pub fn last_id(&self) -> u64 {
-        compose(&self.config, self.last, self.shard)
+        self.composer.id(self.last, self.shard)
     }
 }
 
@@ -144,7 +145,7 @@ pub struct BatchIds {
     remaining: u64,
     shard: u64,
     ids_per_ms: u64,
-    config: Config,
+    composer: Composer,
 }
 
 impl Iterator for BatchIds {
@@ -154,7 +155,7 @@ impl Iterator for BatchIds {
         if self.remaining == 0 {
             return None;
         }
-        let id = compose(&self.config, self.position, self.shard);
+        let id = self.composer.id(self.position, self.shard);
         self.remaining -= 1;
         self.position.index += 1;
         if self.position.index == self.ids_per_ms {
@@ -174,15 +175,40 @@ impl Iterator for BatchIds {
 
 impl ExactSizeIterator for BatchIds {}
 
-fn compose(config: &Config, position: Position, shard: u64) -> u64 {
-    let sequence = config.identity.offset + position.index * config.identity.step;
-    config.layout.compose(position.time_ms, shard, sequence)
+/// What composing an ID from a position needs, copied into each batch instead of the whole
+/// configuration (a batch is returned by value on every call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Composer {
+    offset: u64,
+    step: u64,
+    time_shift: u32,
+    shard_shift: u32,
+}
+
+impl Composer {
+    fn new(config: &Config) -> Self {
+        Composer {
+            offset: config.identity.offset,
+            step: config.identity.step,
+            time_shift: config.layout.shard_bits + config.layout.sequence_bits,
+            shard_shift: config.layout.sequence_bits,
+        }
+    }
+
+    /// The ID at `position` with `shard`: what `Layout::compose` makes of the position's
+    /// sequence value, `offset + index * step`.
+    fn id(&self, position: Position, shard: u64) -> u64 {
+        (position.time_ms << self.time_shift)
+            | (shard << self.shard_shift)
+            | (self.offset + position.index * self.step)
+    }
 }
 
 /// The snowflake state of one instance, shared by all keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnowflakeSequence {
     config: Config,
+    composer: Composer,
     ids_per_ms: u64,
     /// Position of the last ID issued (or the floor restored from persisted data).
     last: Option<Position>,
@@ -200,6 +226,7 @@ impl SnowflakeSequence {
     pub fn new(config: Config) -> Self {
         SnowflakeSequence {
             config,
+            composer: Composer::new(&config),
             ids_per_ms: config.ids_per_ms(),
             last: None,
             last_seen_wall_ms: None,
@@ -314,7 +341,7 @@ impl SnowflakeSequence {
         let mut first = self.next_position(wall);
         if let Some(above) = request.above {
             if first.time_ms >= layout.time_values()
-                || compose(&self.config, first, request.shard) <= above
+                || self.composer.id(first, request.shard) <= above
             {
                 // Nothing at or before the key's last millisecond can be above it for every
                 // shard; the millisecond after it is unused by this instance (the candidate
@@ -368,7 +395,8 @@ impl SnowflakeSequence {
             shard: request.shard,
             borrowed_ms: last.time_ms.saturating_sub(reached_before),
             clock_stepped_back: self.last_seen_wall_ms.is_some_and(|seen| wall < seen),
-            config: self.config,
+            composer: self.composer,
+            ids_per_ms: self.ids_per_ms,
         };
         self.last = Some(last);
         self.last_seen_wall_ms = Some(wall);
@@ -381,6 +409,40 @@ impl SnowflakeSequence {
             });
         }
         Ok(batch)
+    }
+
+    /// One ID above `above` and at most `bound`, at `wall_unix_ms`, when the call is the
+    /// common one: in the same wall millisecond as the previous call, not borrowing a
+    /// millisecond ahead, inside the drift bound. `None` otherwise, with nothing changed:
+    /// the caller then takes [`SnowflakeSequence::issue_with`], whose result for such a
+    /// call this equals (property-tested), without its bookkeeping (no batch, no clock
+    /// other than the wall, no pace to record).
+    pub(crate) fn issue_one_within(
+        &mut self,
+        wall_unix_ms: u64,
+        shard: u64,
+        above: u64,
+        bound: u64,
+    ) -> Option<u64> {
+        let layout = &self.config.layout;
+        let wall = self.wall_ms(wall_unix_ms);
+        let last = self.last?;
+        if self.last_seen_wall_ms != Some(wall) || shard >= layout.shard_values() {
+            return None;
+        }
+        let next = self.next_position(wall);
+        if next.time_ms > last.time_ms.max(wall)
+            || next.time_ms > wall.saturating_add(self.config.max_drift_ms)
+            || next.time_ms >= layout.time_values()
+        {
+            return None;
+        }
+        let id = self.composer.id(next, shard);
+        if id <= above || id > bound {
+            return None;
+        }
+        self.last = Some(next);
+        Some(id)
     }
 
     /// Where the next ID goes, before any per-key adjustment.

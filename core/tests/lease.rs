@@ -3,7 +3,8 @@
 //! new incarnation, every in-memory last ID lost, the floor restored from the recorded
 //! bounds) or reloads its data (last IDs lost, same incarnation). Per key, IDs strictly
 //! increase; every ID is within its key's recorded bound when answered; no ID repeats; and
-//! in a steady stream keys are written about once per lease, not per call.
+//! in a steady stream keys are written about once per lease, not per call. The one-ID fast
+//! path (`issue_one_owned`) answers, wherever it answers, exactly as the general rule does.
 
 use std::collections::{HashMap, HashSet};
 
@@ -63,9 +64,26 @@ proptest! {
                         last_issued: last_issued.get(&key).copied(),
                     };
                     let now = Now { wall_unix_ms: wall, monotonic_ms: monotonic };
+                    // The one-ID fast path, tried on a copy: where it answers, the general
+                    // rule must give the same ID, no write, and the same state after.
+                    let before = seq.clone();
+                    let mut fast = seq.clone();
+                    let fast_id = (count == 1)
+                        .then(|| fast.issue_one_owned(wall, shard, state, incarnation))
+                        .flatten();
                     let Ok(issue) = seq.issue_for_key(now, count, shard, state, incarnation, lease) else {
+                        prop_assert_eq!(fast_id, None, "the fast path answered a refused call");
+                        prop_assert_eq!(&fast, &before);
                         continue;
                     };
+                    match fast_id {
+                        Some(id) => {
+                            prop_assert_eq!(id, issue.batch.first_id());
+                            prop_assert_eq!(issue.extend, None);
+                            prop_assert_eq!(&fast, &seq, "the fast path left another state");
+                        }
+                        None => prop_assert_eq!(&fast, &before, "a declined fast path changed state"),
+                    }
                     if let Some(record) = issue.extend {
                         records.insert(key, record);
                     }
@@ -171,4 +189,50 @@ fn an_operators_bound_past_the_drift_bound_is_refused_changing_nothing() {
     let near = config.layout.compose(wall_ms + config.max_drift_ms, 0, 0);
     seq.accept_bound(near, now, true).unwrap();
     assert_eq!(seq.ahead_of_wall_ms(T0), config.max_drift_ms);
+}
+
+#[test]
+fn the_fast_path_answers_calls_within_a_millisecond_and_declines_the_rest() {
+    let config = Config {
+        restart_fence: false,
+        ..Config::default()
+    };
+    let lease = config.snowflake_lease_ms();
+    let mut seq = SnowflakeSequence::new(config);
+    let me = 7;
+    let mut state = KeyState::default();
+    let mut fast = 0;
+    for ms in 0..3u64 {
+        let wall = T0 + ms;
+        for _ in 0..1_000 {
+            let id = match seq.issue_one_owned(wall, 0, state, me) {
+                Some(id) => {
+                    fast += 1;
+                    id
+                }
+                None => {
+                    let now = Now {
+                        wall_unix_ms: wall,
+                        monotonic_ms: ms,
+                    };
+                    let issue = seq.issue_for_key(now, 1, 0, state, me, lease).unwrap();
+                    if let Some(record) = issue.extend {
+                        state.record = Some(record);
+                    }
+                    issue.batch.first_id()
+                }
+            };
+            assert!(state.last_issued.is_none_or(|last| id > last));
+            state.last_issued = Some(id);
+        }
+    }
+    // The first call of each millisecond (and the key's first call) take the general rule.
+    assert_eq!(fast, 2_997);
+    // Another owner's key, or one whose last ID was lost, is never answered by it.
+    assert_eq!(seq.issue_one_owned(T0 + 2, 0, state, me + 1), None);
+    let lost = KeyState {
+        last_issued: None,
+        ..state
+    };
+    assert_eq!(seq.issue_one_owned(T0 + 2, 0, lost, me), None);
 }

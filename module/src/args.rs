@@ -75,7 +75,21 @@ impl OptionSpec {
 
 /// Reads the options from argument `first` to the end. Returns each spec's value (or
 /// `None` when absent), in the order of `specs`.
+#[inline]
 pub fn parse_options<const N: usize>(
+    call: &Call,
+    command: &str,
+    first: usize,
+    specs: [&OptionSpec; N],
+) -> Result<[Option<u64>; N], Refusal> {
+    // Most calls give no option: answered here, without the parser's call.
+    if call.argc() <= first {
+        return Ok([None; N]);
+    }
+    parse_given_options(call, command, first, specs)
+}
+
+fn parse_given_options<const N: usize>(
     call: &Call,
     command: &str,
     first: usize,

@@ -135,6 +135,13 @@ impl Call {
         }
     }
 
+    /// Whether the call runs inside `MULTI`/`EXEC` or a script, where the server keeps one
+    /// time for all the commands it runs.
+    pub fn is_in_transaction_or_script(&self) -> bool {
+        self.flags()
+            .intersects(ContextFlags::MULTI | ContextFlags::LUA)
+    }
+
     /// Whether this instance is a replica.
     pub fn is_replica(&self) -> bool {
         self.flags().contains(ContextFlags::SLAVE)

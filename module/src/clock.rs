@@ -6,6 +6,7 @@
 //! an origin to subtract) cost about as much again as the reads.
 
 use idgen_core::{Clocks, Now};
+use redis_module::raw;
 
 use crate::settings;
 
@@ -31,6 +32,23 @@ pub fn wall_unix_ms() -> u64 {
     read_ms(libc::CLOCK_REALTIME).saturating_add_signed(settings::clock_offset_ms())
 }
 
+/// The wall clock as the server read it just before running the current command
+/// (`RedisModule_CachedMicroseconds`, Redis 7.2+ and Valkey), plus the debug clock offset;
+/// `None` where the server lacks it (Redis 7.0). It costs a load where a clock read costs
+/// 25–35 ns, and it is the time the server itself uses for the command (key expiry).
+///
+/// Inside `MULTI` or a script the server keeps one time for the whole transaction or
+/// script, so callers there read the clock instead.
+pub fn server_wall_unix_ms() -> Option<u64> {
+    // SAFETY: the pointer is set once, when the module loads (null where the server lacks
+    // the function), and only read afterwards; calling it needs no context.
+    let cached = unsafe { raw::RedisModule_CachedMicroseconds }?;
+    // SAFETY: as above: a function of the server's module API taking no arguments.
+    let micros = unsafe { cached() };
+    let ms = u64::try_from(micros).unwrap_or(0) / 1000;
+    Some(ms.saturating_add_signed(settings::clock_offset_ms()))
+}
+
 /// Milliseconds of a monotonic clock (from an arbitrary origin: the machine's boot). The
 /// debug clock offset does not move it: a test that shifts the wall clock shifts only the
 /// wall clock, as a real clock step would.
@@ -46,10 +64,13 @@ pub struct CallClocks {
 }
 
 impl CallClocks {
-    /// Reads the wall clock.
-    pub fn read() -> Self {
+    /// Reads the wall clock: the server's reading for this command where it has one and
+    /// the command is not part of a transaction or script (`one_time_for_many`), or the
+    /// clock itself.
+    pub fn read(one_time_for_many: bool) -> Self {
+        let server = (!one_time_for_many).then(server_wall_unix_ms).flatten();
         CallClocks {
-            wall_unix_ms: wall_unix_ms(),
+            wall_unix_ms: server.unwrap_or_else(wall_unix_ms),
         }
     }
 }

@@ -39,13 +39,36 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key = keys.open::<Read>(key_name);
     let value = key.value::<SnowflakeKey>()?;
     let state = value.map_or(KeyState::default(), SnowflakeKey::state);
-    let clocks = clock::CallClocks::read();
+    let clocks = clock::CallClocks::read(call.is_in_transaction_or_script());
     let wall_unix_ms = clocks.wall_unix_ms();
+    let shard = shard.unwrap_or(config.default_shard);
+    let reply = |id: u64| match format {
+        None => call.reply_id(id),
+        Some(format) => call.reply_bulk(&format.encode(id)),
+    };
+    // Almost every call: one ID for a key this instance owns, under its bound, in the same
+    // millisecond as the call before. The general rule below gives the same answer for it
+    // (idgen-core property-tests that); this path skips its bookkeeping.
+    if let (None, Some(value)) = (count, value) {
+        let me = state::incarnation();
+        let fast = state::with_sequence(|sequence| {
+            sequence.issue_one_owned(wall_unix_ms, shard, state, me)
+        });
+        if let Some(id) = fast {
+            value.last_issued.set(Some(id));
+            // Within the drift bound: the clock is not running ahead.
+            pacing::observe(false, 0, wall_unix_ms);
+            counters::SNOWFLAKE_CALLS.add(1);
+            counters::SNOWFLAKE_IDS.add(1);
+            reply(id);
+            return Ok(());
+        }
+    }
     let (issue, pacing) = state::with_sequence(|sequence| {
         let issue = sequence.issue_for_key_with(
             &clocks,
             count.unwrap_or(1),
-            shard.unwrap_or(config.default_shard),
+            shard,
             state,
             state::incarnation(),
             config.snowflake_lease_ms(),
@@ -98,10 +121,6 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     if batch.clock_stepped_back {
         counters::CLOCK_STEP_BACKS.add(1);
     }
-    let reply = |id: u64| match format {
-        None => call.reply_id(id),
-        Some(format) => call.reply_bulk(&format.encode(id)),
-    };
     if count.is_none() {
         reply(batch.first_id());
     } else {

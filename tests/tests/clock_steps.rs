@@ -183,3 +183,47 @@ fn a_restart_while_an_hour_ahead_continues_above_at_once() {
     );
     assert_eq!(info_field(&mut conn, "clock_paced"), "1");
 }
+
+/// Single pipelined calls read the server's time for each command where the server keeps
+/// one (Redis 7.2+, Valkey) and the clock elsewhere: either way the IDs of a stream that
+/// runs for most of a second carry the time they were issued at, not the time the stream
+/// began (a time read once and kept would leave them hundreds of milliseconds behind, or
+/// borrowing ahead).
+#[test]
+fn pipelined_single_ids_carry_the_time_they_are_issued_at() {
+    // Without the restart fence, which starts a fresh server's IDs 2 s ahead.
+    let server = Server::start(&["snowflake-restart-fence", "no"]);
+    let mut conn = server.conn();
+    let unix_now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+    };
+    let started = Instant::now();
+    let mut checked = 0;
+    while started.elapsed() < Duration::from_millis(800) {
+        let mut pipe = redis::pipe();
+        for _ in 0..200 {
+            pipe.cmd("SNOWFLAKE.NEXT").arg("stream");
+        }
+        let sent = unix_now();
+        let ids: Vec<i64> = pipe.query(&mut conn).unwrap();
+        let answered = unix_now();
+        assert_strictly_increasing(&ids);
+        for id in [ids[0], ids[ids.len() - 1]] {
+            let parts: Vec<redis::Value> =
+                cmd("SNOWFLAKE.DECODE").arg(id).query(&mut conn).unwrap();
+            let issued: i64 = redis::from_redis_value_ref(&parts[1]).unwrap();
+            // 200 IDs fit in one millisecond's sequence: no borrowing ahead is needed. The
+            // 2 ms allow for the test's and the server's clocks being read at different
+            // moments within a millisecond.
+            assert!(
+                issued >= sent - 2 && issued <= answered + 2,
+                "an ID of {issued} for a batch sent at {sent} and answered at {answered}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 10, "{checked} batches checked");
+}
