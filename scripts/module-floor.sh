@@ -8,15 +8,16 @@
 #                        reading and replies a 19-digit integer (bench/floor/floor.c)
 #   SNOWFLAKE.NEXT ks    the product
 #   SEGMENT.NEXT kg      the product
-# Prints each round, then per server the medians as ratios to the floor and to INCR. Needs
+# Prints each round, then per server the median rate and the median of each round's ratio to
+# the floor and to INCR. Needs
 # the release module (cargo build --release -p idgen-module) and redis-benchmark.
 #
-#   scripts/module-floor.sh [ROUNDS] [REQUESTS]            # defaults: 3 rounds of 2,000,000
+#   scripts/module-floor.sh [ROUNDS] [REQUESTS]            # defaults: 5 rounds of 1,000,000
 #   IDGEN_SERVERS="valkey-9.1" scripts/module-floor.sh     # one server (names: servers.sh names)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-3}
-requests=${2:-2000000}
+rounds=${1:-5}
+requests=${2:-1000000}
 module=$PWD/target/release/libidgen.so
 [ -f "$module" ] || { echo "build the module first: cargo build --release -p idgen-module" >&2; exit 1; }
 floor=$(scripts/floor-module.sh)
@@ -55,15 +56,18 @@ measure() { # server-name server-binary
     done
   done
   kill "$pid"; wait "$pid" 2>/dev/null || true; rm -rf "$dir"
-  local incr base m
-  incr=$(echo "${all[INCR ki]}" | median)
-  base=$(echo "${all[IDFLOOR.NEXTID kf]}" | median)
+  local m to_floor to_incr
   for cmd in "${commands[@]}"; do
     m=$(echo "${all[$cmd]}" | median)
-    summary+=("$(awk -v s="$name" -v c="$cmd" -v m="$m" -v i="$incr" -v f="$base" \
-      'BEGIN {printf "%-11s %-20s %11.0f requests/s  %.2f x floor  %.2f x INCR", s, c, m, m / f, m / i}')")
+    # The median of each round's ratio: the commands of a round ran back to back.
+    to_floor=$(ratios "${all[$cmd]}" "${all[IDFLOOR.NEXTID kf]}" | median)
+    to_incr=$(ratios "${all[$cmd]}" "${all[INCR ki]}" | median)
+    summary+=("$(printf '%-11s %-20s %11.0f requests/s  %.2f x floor  %.2f x INCR' \
+      "$name" "$cmd" "$m" "$to_floor" "$to_incr")")
   done
 }
+# ratios "a1 a2 …" "b1 b2 …": a1/b1, a2/b2, … one a line.
+ratios() { paste <(tr ' ' '\n' <<<"$1" | grep .) <(tr ' ' '\n' <<<"$2" | grep .) | awk '{print $1 / $2}'; }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 if [ -n "${REDIS_SERVER:-}" ]; then
@@ -73,5 +77,5 @@ else
     measure "$name" "$(scripts/servers.sh path "$name")"
   done
 fi
-echo "== medians of $rounds rounds (redis-benchmark -c 50 -P 32 -n $requests)"
+echo "== medians of $rounds rounds (redis-benchmark -c 50 -P 32 -n $requests); ratios: median of the rounds' ratios"
 printf '%s\n' "${summary[@]}"

@@ -65,6 +65,23 @@ pub struct ServerFloor {
     pub instructions: Option<Vec<Instructions>>,
 }
 
+impl ServerFloor {
+    /// Each round's rate of command `index` over command `base`'s in the same round.
+    pub fn round_ratios(&self, index: usize, base: usize) -> Vec<f64> {
+        self.rounds[index]
+            .iter()
+            .zip(&self.rounds[base])
+            .map(|(ours, theirs)| ours / theirs)
+            .collect()
+    }
+
+    /// The median of [`ServerFloor::round_ratios`]: robust to a round the machine slowed
+    /// as a whole.
+    pub fn ratio_to(&self, index: usize, base: usize) -> f64 {
+        median(&self.round_ratios(index, base))
+    }
+}
+
 /// Instructions per request of one command.
 #[derive(Clone, Copy)]
 pub struct Instructions {
@@ -151,10 +168,10 @@ pub fn run(rounds: usize, scale: f64, count_instructions: bool) -> Vec<ServerFlo
             let load = Load {
                 clients: 50,
                 pipeline: 32,
-                requests: (2_000_000.0 * scale) as u64,
+                requests: (1_000_000.0 * scale) as u64,
             };
             let mut by_command = vec![Vec::new(); COMMANDS.len()];
-            for round in 0..rounds {
+            for round in 0..rounds.max(5) {
                 for (index, command) in COMMANDS.iter().enumerate() {
                     let rate = requests_per_second(server.port(), load, &words(command));
                     eprintln!(

@@ -116,7 +116,7 @@ pub fn render(
     }
     for floor in floors {
         for (index, at_least) in [(2, 0.9), (3, 0.9)] {
-            let ratio = floor.rates[index] / floor.rates[FLOOR];
+            let ratio = floor.ratio_to(index, FLOOR);
             let _ = writeln!(
                 w,
                 "| `{}` / the floor of a module command ≥ {at_least}, pipelined (c=50, P=32), {} | {ratio:.2} (rounds: {}) | {} |",
@@ -413,10 +413,10 @@ fn render_traffic(w: &mut String, traffic: &[Traffic]) {
 
 /// Each round's ratio of command `index` to the floor, as `0.91, 0.93, 0.90`.
 fn round_ratios(floor: &ServerFloor, index: usize) -> String {
-    floor.rounds[index]
+    floor
+        .round_ratios(index, FLOOR)
         .iter()
-        .zip(&floor.rounds[FLOOR])
-        .map(|(ours, base)| format!("{:.2}", ours / base))
+        .map(|ratio| format!("{ratio:.2}"))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -430,7 +430,9 @@ fn render_floors(w: &mut String, floors: &[ServerFloor]) {
          `SNOWFLAKE.NEXT`'s name length, flags (`write deny-oom`) and key spec; it opens its \
          existing key for reading and replies a 19-digit integer, nothing else. Each server \
          runs both modules, and rounds of `redis-benchmark -c 50 -P 32` for the four commands \
-         are interleaved against it (medians below; each round's ratio in the targets). \
+         are interleaved against it. Rates are medians over the rounds; ratios are the median \
+         of each round's ratio (the two commands of a round ran back to back, under the same \
+         load), each round's ratio listed in the targets. \
          Instructions: the same commands on the same server under callgrind, 8 connections, \
          pipeline 32, counted phase by phase; \"whole server\" includes reading requests and \
          writing replies.\n"
@@ -454,8 +456,8 @@ fn render_floors(w: &mut String, floors: &[ServerFloor]) {
                 "| `{}` | {} | {:.2} | {:.2} | {total} | {process} |",
                 command.label,
                 grouped(floor.rates[index]),
-                floor.rates[index] / floor.rates[FLOOR],
-                floor.rates[index] / floor.rates[FLOOR_INCR],
+                floor.ratio_to(index, FLOOR),
+                floor.ratio_to(index, FLOOR_INCR),
             );
         }
         let _ = writeln!(w);
