@@ -117,9 +117,16 @@ pub fn render(
     for floor in floors {
         for (index, at_least) in [(2, 0.9), (3, 0.9)] {
             let ratio = floor.ratio_to(index, FLOOR);
+            // Instructions do not move with the machine's load: the same ratio by them.
+            let by_instructions = floor.instructions.as_ref().map_or(String::new(), |counts| {
+                format!(
+                    "; by instructions per request {:.2}",
+                    counts[FLOOR].total / counts[index].total
+                )
+            });
             let _ = writeln!(
                 w,
-                "| `{}` / the floor of a module command ≥ {at_least}, pipelined (c=50, P=32), {} | {ratio:.2} (rounds: {}) | {} |",
+                "| `{}` / the floor of a module command ≥ {at_least}, pipelined (c=50, P=32), {} | {ratio:.2} (rounds: {}){by_instructions} | {} |",
                 FLOOR_COMMANDS[index].label,
                 floor.name,
                 round_ratios(floor, index),
