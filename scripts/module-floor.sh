@@ -9,8 +9,8 @@
 #   SNOWFLAKE.NEXT ks    the product
 #   SEGMENT.NEXT kg      the product
 # Prints each round, then per server the median rate and the median of each round's ratio to
-# the floor and to INCR. Needs
-# the release module (cargo build --release -p idgen-module) and redis-benchmark.
+# the floor and to INCR. Installs what it needs (redis-benchmark, the servers) and builds
+# the release module first.
 #
 #   scripts/module-floor.sh [ROUNDS] [REQUESTS]            # defaults: 5 rounds of 1,000,000
 #   IDGEN_SERVERS="valkey-9.1" scripts/module-floor.sh     # one server (names: servers.sh names)
@@ -18,8 +18,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 requests=${2:-1000000}
+scripts/deps.sh --bench
+[ -n "${REDIS_SERVER:-}" ] || scripts/servers.sh install
+cargo build --release -p idgen-module
 module=$PWD/target/release/libidgen.so
-[ -f "$module" ] || { echo "build the module first: cargo build --release -p idgen-module" >&2; exit 1; }
 floor=$(scripts/floor-module.sh)
 commands=("INCR ki" "IDFLOOR.NEXTID kf" "SNOWFLAKE.NEXT ks" "SEGMENT.NEXT kg")
 summary=()

@@ -442,7 +442,8 @@ fn render_floors(w: &mut String, floors: &[ServerFloor]) {
          load), each round's ratio listed in the targets. \
          Instructions: the same commands on the same server under callgrind, 8 connections, \
          pipeline 32, counted phase by phase; \"whole server\" includes reading requests and \
-         writing replies.\n"
+         writing replies, and leaves out the server's timer work (`serverCron`), which runs \
+         per second of wall time and so would charge whichever phase valgrind slowed most.\n"
     );
     for floor in floors {
         let _ = writeln!(
