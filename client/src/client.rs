@@ -97,6 +97,13 @@ impl Client {
         self.inner.issuer.one("SNOWFLAKE.NEXT", key).await
     }
 
+    /// [`Client::next_snowflake`] as an [`Id`], to write in any of its forms: decimal
+    /// (`id.to_string()`), or `id.format(IdFormat::Base32)` / `Base62` for short strings that
+    /// sort like the numbers.
+    pub async fn next_snowflake_id(&self, key: &str) -> Result<Id> {
+        self.next_snowflake(key).await.map(Id::from)
+    }
+
     /// `count` increasing snowflake IDs for `key` in one round trip
     /// (`SNOWFLAKE.NEXT key COUNT count`, 1 to 100,000).
     ///

@@ -64,6 +64,11 @@ impl NodeIdentity {
                 shard_bits: width("shard-bits")?,
                 sequence_bits: width("sequence-bits")?,
                 epoch_unix_ms: number("epoch")?,
+                // Release 0.1.0 counts milliseconds and does not report a unit.
+                time_unit_ms: match fields.get("time-unit-ms") {
+                    None => 1,
+                    Some(_) => number("time-unit-ms")?,
+                },
             },
             id_bits: width("id-bits")?,
             module_version: fields.get("version").cloned().unwrap_or_default(),
@@ -207,5 +212,14 @@ mod tests {
             error.contains("x:9 answered IDGEN.IDENTITY without a usable `offset`"),
             "{error}"
         );
+        // A module that counts in other units says so, and it is part of the layout.
+        let mut seconds = fields.clone();
+        seconds.insert("time-unit-ms".into(), "1000".into());
+        let identity = NodeIdentity::from_fields("x:9", &seconds).unwrap();
+        assert_eq!(identity.layout.time_unit_ms, 1000);
+        let mixed = check(vec![node("a:1", 6, 0), identity])
+            .unwrap_err()
+            .to_string();
+        assert!(mixed.contains("same layout"), "{mixed}");
     }
 }

@@ -82,11 +82,16 @@ fn identity_changes(was: &NodeIdentity, now: &NodeIdentity) -> Vec<String> {
     changes
 }
 
-/// A layout as a person reads it: `41|10|12 bits from epoch 1704067200000 ms (63 bits)`.
+/// A layout as a person reads it: `41|10|12 bits from epoch 1704067200000 ms (63 bits)`, with
+/// `in units of 1000 ms` where the time unit is not a millisecond.
 fn describe_layout(node: &NodeIdentity) -> String {
     let layout = &node.layout;
+    let unit = match layout.time_unit_ms {
+        1 => String::new(),
+        unit => format!(" in units of {unit} ms"),
+    };
     format!(
-        "{}|{}|{} bits from epoch {} ms ({} bits)",
+        "{}|{}|{} bits from epoch {} ms{unit} ({} bits)",
         layout.time_bits,
         layout.shard_bits,
         layout.sequence_bits,
@@ -130,6 +135,13 @@ mod tests {
         assert!(
             relaid.contains("snowflake layout 41|10|12 bits from epoch 1704067200000 ms (63 bits) → 41|10|12 bits from epoch 1704067200001 ms"),
             "{relaid}"
+        );
+        let mut coarser = node("a:1", 3, 0);
+        coarser.layout.time_unit_ms = 10;
+        let coarser = guard.admit(coarser).unwrap_err();
+        assert!(
+            coarser.contains("→ 41|10|12 bits from epoch 1704067200000 ms in units of 10 ms"),
+            "{coarser}"
         );
     }
 

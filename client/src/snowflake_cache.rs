@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::time::Instant;
 
 use crate::error::Result;
+use crate::id::Id;
 use crate::metrics::Metrics;
 use crate::settings::SnowflakeCacheOptions;
 use crate::source::IdSource;
@@ -69,6 +70,12 @@ impl SnowflakeCache {
             }
             self.shared.fetch().await?;
         }
+    }
+
+    /// The next ID as an [`Id`], to write in any of its forms (`id.to_string()`, or
+    /// `id.format(IdFormat::Base62)` for a short sortable string).
+    pub async fn next_id(&self) -> Result<Id> {
+        self.next().await.map(Id::from)
     }
 
     /// How many fresh IDs the cache holds now.

@@ -121,6 +121,13 @@ impl Config {
         if !Self::ID_BITS_RANGE.contains(&id_bits) {
             return fail(format!("id-bits {id_bits} is not between 32 and 63"));
         }
+        let unit = layout.time_unit_ms;
+        if unit == 0 || 1000 % unit != 0 {
+            return fail(format!(
+                "time-unit-ms {unit} does not divide a second; use 1 (milliseconds, the \
+                 default), 10, 100, 1000 or another divisor of 1000"
+            ));
+        }
         if layout.time_bits == 0 || layout.sequence_bits == 0 {
             return fail(format!(
                 "time-bits ({}) and sequence-bits ({}) must each be at least 1",
@@ -139,7 +146,7 @@ impl Config {
         }
         if step > layout.sequence_values() {
             return fail(format!(
-                "step {step} is larger than the {} sequence values of a millisecond \
+                "step {step} is larger than the {} sequence values of a time unit \
                  (sequence-bits {}): instances with an offset of {} or more could never issue \
                  a snowflake ID; lower step or raise sequence-bits",
                 layout.sequence_values(),
@@ -173,27 +180,28 @@ impl Config {
                 layout.shard_values() - 1
             ));
         }
-        if self.max_drift_ms == 0 {
-            return fail(
-                "max-drift-ms is 0: the clock could never borrow a millisecond, so every \
-                 burst above one millisecond's sequence would be refused; use at least 1"
-                    .into(),
-            );
+        if self.max_drift_ms < unit {
+            return fail(format!(
+                "max-drift-ms {} is less than one time unit ({unit} ms): the clock could \
+                 never borrow a unit, so every burst above one unit's sequence would be \
+                 refused; use at least {unit}",
+                self.max_drift_ms
+            ));
         }
         Ok(())
     }
 
     /// How far past its last ID a key's bound is extended: half of `max_drift_ms` (at least
-    /// 1 ms). A key is written at most about once per lease while in use; an instance that
+    /// 1 ms; the sequence rounds it down to whole time units, at least one). A key is written at most about once per lease while in use; an instance that
     /// takes over a key (after a restart or failover) starts above the bound, so at most
     /// this far ahead of the key's last ID — inside the drift bound.
     pub fn snowflake_lease_ms(&self) -> u64 {
         (self.max_drift_ms / 2).max(1)
     }
 
-    /// How many snowflake IDs this instance can issue in one millisecond: the sequence
-    /// values `offset, offset + step, …` below `2^sequence_bits`.
-    pub fn ids_per_ms(&self) -> u64 {
+    /// How many snowflake IDs this instance can issue in one time unit (one millisecond by
+    /// default): the sequence values `offset, offset + step, …` below `2^sequence_bits`.
+    pub fn ids_per_unit(&self) -> u64 {
         let Identity { step, offset } = self.identity;
         (self.layout.sequence_values() - 1 - offset) / step + 1
     }
@@ -212,7 +220,7 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         assert_eq!(check(Config::default()), Ok(()));
-        assert_eq!(Config::default().ids_per_ms(), 4096);
+        assert_eq!(Config::default().ids_per_unit(), 4096);
     }
 
     #[test]
@@ -253,16 +261,62 @@ mod tests {
                 shard_bits: 16,
                 sequence_bits: 12,
                 epoch_unix_ms: NOW - 60 * 86_400_000,
+                time_unit_ms: 1,
             }
         });
         assert!(short.contains("less than a year"), "{short}");
         assert!(refusal(|c| c.default_shard = 1024).contains("default-shard 1024"));
-        assert!(refusal(|c| c.max_drift_ms = 0).contains("max-drift-ms is 0"));
+        let drift = refusal(|c| c.max_drift_ms = 0);
+        assert!(
+            drift.contains("max-drift-ms 0 is less than one time unit"),
+            "{drift}"
+        );
+        for unit in [0, 3, 7, 1001, 2000] {
+            let bad = refusal(|c| c.layout.time_unit_ms = unit);
+            assert!(bad.contains("does not divide a second"), "{bad}");
+        }
+        let seconds_drift = refusal(|c| {
+            c.layout.time_unit_ms = 1000;
+            c.max_drift_ms = 500;
+        });
+        assert!(
+            seconds_drift.contains("less than one time unit (1000 ms)"),
+            "{seconds_drift}"
+        );
         let zero_time = refusal(|c| {
             c.layout.time_bits = 0;
             c.layout.shard_bits = 51;
         });
         assert!(zero_time.contains("at least 1"), "{zero_time}");
+    }
+
+    #[test]
+    fn a_seconds_layout_with_many_shards_is_valid_for_decades() {
+        // UidGenerator's shape: 31 bits of seconds (68 years), 65,536 shards.
+        let c = Config {
+            layout: Layout {
+                time_bits: 31,
+                shard_bits: 16,
+                sequence_bits: 16,
+                time_unit_ms: 1000,
+                ..Layout::default()
+            },
+            ..Config::default()
+        };
+        assert_eq!(c.validate(NOW), Ok(()));
+        assert_eq!(c.layout.shard_values(), 65_536);
+        let years = (c.layout.expires_unix_ms() - c.layout.epoch_unix_ms) / (365 * 86_400_000);
+        assert_eq!(years, 68);
+        for unit in [1, 2, 4, 5, 8, 10, 20, 25, 40, 50, 100, 125, 200, 250, 500] {
+            let c = Config {
+                layout: Layout {
+                    time_unit_ms: unit,
+                    ..Layout::default()
+                },
+                ..Config::default()
+            };
+            assert_eq!(c.validate(NOW), Ok(()), "unit {unit}");
+        }
     }
 
     #[test]
@@ -281,18 +335,18 @@ mod tests {
     }
 
     #[test]
-    fn ids_per_ms_counts_the_residue_class() {
+    fn ids_per_unit_counts_the_residue_class() {
         let mut c = Config {
             identity: Identity { step: 6, offset: 0 },
             ..Config::default()
         };
-        assert_eq!(c.ids_per_ms(), 683); // 0, 6, …, 4092
+        assert_eq!(c.ids_per_unit(), 683); // 0, 6, …, 4092
         c.identity.offset = 5;
-        assert_eq!(c.ids_per_ms(), 682); // 5, 11, …, 4091
+        assert_eq!(c.ids_per_unit(), 682); // 5, 11, …, 4091
         c.identity = Identity {
             step: 4096,
             offset: 4095,
         };
-        assert_eq!(c.ids_per_ms(), 1);
+        assert_eq!(c.ids_per_unit(), 1);
     }
 }

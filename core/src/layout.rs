@@ -5,19 +5,22 @@ use crate::IdError;
 /// Widths of the three snowflake fields and the epoch the time field counts from.
 ///
 /// An ID is `time << (shard_bits + sequence_bits) | shard << sequence_bits | sequence`, with
-/// `time` in milliseconds since `epoch_unix_ms`. The widths add up to [`Layout::id_bits`]
-/// (63 by default, so IDs are positive signed 64-bit integers; 53 keeps them exact in
-/// JavaScript numbers).
+/// `time` in time units (`time_unit_ms`, 1 ms by default) since `epoch_unix_ms`. The widths
+/// add up to [`Layout::id_bits`] (63 by default, so IDs are positive signed 64-bit integers;
+/// 53 keeps them exact in JavaScript numbers). A coarser unit (10 ms like sonyflake, 1 s like
+/// UidGenerator) makes the same time bits last longer, leaving bits for shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
-    /// Bits of milliseconds since the epoch. Defaults to 41 (about 69 years).
+    /// Bits of time units since the epoch. Defaults to 41 (about 69 years of milliseconds).
     pub time_bits: u32,
     /// Bits of the caller-chosen shard field. Defaults to 10.
     pub shard_bits: u32,
-    /// Bits of the per-millisecond sequence. Defaults to 12 (4096 values per ms).
+    /// Bits of the per-unit sequence. Defaults to 12 (4096 values per unit).
     pub sequence_bits: u32,
     /// Unix time in ms at which the time field is zero. Defaults to 2024-01-01T00:00:00Z.
     pub epoch_unix_ms: u64,
+    /// Milliseconds in one unit of the time field: 1 by default; any divisor of 1000.
+    pub time_unit_ms: u64,
 }
 
 /// The default epoch: 2024-01-01T00:00:00Z in unix milliseconds.
@@ -30,6 +33,7 @@ impl Default for Layout {
             shard_bits: 10,
             sequence_bits: 12,
             epoch_unix_ms: DEFAULT_EPOCH_UNIX_MS,
+            time_unit_ms: 1,
         }
     }
 }
@@ -37,9 +41,9 @@ impl Default for Layout {
 /// The parts of a decoded snowflake ID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecodedId {
-    /// When the ID was issued (its logical millisecond), in unix ms.
+    /// When the ID was issued, in unix ms: the start of its time unit.
     pub unix_ms: u64,
-    /// The time field: milliseconds since the layout's epoch.
+    /// Milliseconds since the layout's epoch: the time field times the time unit.
     pub time_ms: u64,
     /// The shard field.
     pub shard: u64,
@@ -55,7 +59,7 @@ impl Layout {
         self.time_bits + self.shard_bits + self.sequence_bits
     }
 
-    /// Number of distinct sequence values in one millisecond (`2^sequence_bits`).
+    /// Number of distinct sequence values in one time unit (`2^sequence_bits`).
     pub fn sequence_values(&self) -> u64 {
         1u64 << self.sequence_bits
     }
@@ -65,14 +69,26 @@ impl Layout {
         1u64 << self.shard_bits
     }
 
-    /// Number of distinct milliseconds the time field can hold (`2^time_bits`).
+    /// Number of distinct time units the time field can hold (`2^time_bits`).
     pub fn time_values(&self) -> u64 {
         1u64 << self.time_bits
     }
 
     /// The first unix millisecond the time field can no longer represent.
     pub fn expires_unix_ms(&self) -> u64 {
-        self.epoch_unix_ms.saturating_add(self.time_values())
+        self.epoch_unix_ms
+            .saturating_add(self.time_values().saturating_mul(self.time_unit_ms))
+    }
+
+    /// The time field for `ms_since_epoch` milliseconds after the epoch: the unit it falls
+    /// in (not checked against the field's width).
+    pub fn units_of_ms(&self, ms_since_epoch: u64) -> u64 {
+        ms_since_epoch / self.time_unit_ms.max(1)
+    }
+
+    /// Milliseconds since the epoch at which time field value `units` starts.
+    pub fn ms_of_units(&self, units: u64) -> u64 {
+        units.saturating_mul(self.time_unit_ms)
     }
 
     /// Builds an ID from its fields. The caller guarantees each field fits its width.
@@ -108,7 +124,7 @@ impl Layout {
                 ),
             });
         }
-        Ok(unix_ms - self.epoch_unix_ms)
+        Ok(self.units_of_ms(unix_ms - self.epoch_unix_ms))
     }
 
     /// The lowest and the highest ID whose time lies in `[from_unix_ms, to_unix_ms]` (both
@@ -147,7 +163,7 @@ impl Layout {
         Ok(self.compose(time, shard, sequence))
     }
 
-    /// The time field (ms since the epoch) of an ID of this layout.
+    /// The time field (time units since the epoch) of an ID of this layout.
     pub fn time_of(&self, id: u64) -> u64 {
         id >> (self.shard_bits + self.sequence_bits)
     }
@@ -167,7 +183,7 @@ impl Layout {
                 reason: format!("{id} is wider than the layout's {} bits", self.id_bits()),
             });
         }
-        let time_ms = self.time_of(id);
+        let time_ms = self.ms_of_units(self.time_of(id));
         let shard = (id >> self.sequence_bits) & (self.shard_values() - 1);
         let sequence = id & (self.sequence_values() - 1);
         Ok(DecodedId {
@@ -206,6 +222,7 @@ mod tests {
             shard_bits: 2,
             sequence_bits: 10,
             epoch_unix_ms: DEFAULT_EPOCH_UNIX_MS,
+            time_unit_ms: 1,
         };
         assert_eq!(js.id_bits(), 53);
         assert!(js.decode(1 << 53, 1).is_err());

@@ -65,10 +65,10 @@ impl SnowflakeSequence {
         from_operator: bool,
     ) -> Result<(), IdError> {
         let now = now.into();
-        let time_ms = self.config().layout.time_of(bound);
-        let wall_ms = now
-            .wall_unix_ms
-            .saturating_sub(self.config().layout.epoch_unix_ms);
+        let layout = self.config().layout;
+        let time = layout.time_of(bound);
+        let time_ms = layout.ms_of_units(time);
+        let wall_ms = now.wall_unix_ms.saturating_sub(layout.epoch_unix_ms);
         let limit_ms = self.config().max_drift_ms;
         if from_operator && time_ms > wall_ms.saturating_add(limit_ms) {
             return Err(IdError::BoundAhead {
@@ -77,7 +77,7 @@ impl SnowflakeSequence {
                 limit_ms,
             });
         }
-        self.raise_floor(time_ms, now.monotonic_ms);
+        self.raise_floor(time, now.monotonic_ms);
         Ok(())
     }
 
@@ -128,9 +128,9 @@ impl SnowflakeSequence {
         lease_ms: u64,
     ) -> Result<KeyIssue, IdError> {
         let layout = self.config().layout;
-        let last_ms_max = |time_ms: u64| {
+        let last_of_unit = |time: u64| {
             layout.compose(
-                time_ms,
+                time,
                 layout.shard_values() - 1,
                 layout.sequence_values() - 1,
             )
@@ -143,7 +143,7 @@ impl SnowflakeSequence {
         // own last millisecond; anyone else continues above the bound.
         let above = match (mine, state.last_issued, self.last_position()) {
             (true, Some(last), _) => Some(last),
-            (true, None, Some(position)) => Some(last_ms_max(position.time_ms)),
+            (true, None, Some(position)) => Some(last_of_unit(position.time)),
             _ => state.record.map(|record| record.bound),
         };
         let request = Request {
@@ -173,7 +173,8 @@ impl SnowflakeSequence {
                 extend: None,
             });
         }
-        let bound = last_ms_max((batch.last.time_ms + lease_ms).min(layout.time_values() - 1));
+        let lease = layout.units_of_ms(lease_ms).max(1);
+        let bound = last_of_unit((batch.last.time + lease).min(layout.time_values() - 1));
         Ok(KeyIssue {
             batch,
             extend: Some(KeyRecord { bound, owner: me }),

@@ -24,13 +24,13 @@ use crate::{Config, IdError};
 /// few megabytes and a few milliseconds of work: larger batches belong in several calls.
 pub const MAX_SNOWFLAKE_COUNT: u64 = 100_000;
 
-/// A point in the instance's sequence: a logical millisecond and an index within it.
+/// A point in the instance's sequence: a logical time unit (a millisecond by default) and
+/// an index within it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Position {
-    /// Milliseconds since the layout's epoch.
-    pub time_ms: u64,
-    /// Which of the millisecond's sequence values: the sequence field is
-    /// `offset + index * step`.
+    /// The time field: time units since the layout's epoch.
+    pub time: u64,
+    /// Which of the unit's sequence values: the sequence field is `offset + index * step`.
     pub index: u64,
 }
 
@@ -160,7 +160,7 @@ impl Iterator for BatchIds {
         self.position.index += 1;
         if self.position.index == self.ids_per_ms {
             self.position = Position {
-                time_ms: self.position.time_ms + 1,
+                time: self.position.time + 1,
                 index: 0,
             };
         }
@@ -198,7 +198,7 @@ impl Composer {
     /// The ID at `position` with `shard`: what `Layout::compose` makes of the position's
     /// sequence value, `offset + index * step`.
     fn id(&self, position: Position, shard: u64) -> u64 {
-        (position.time_ms << self.time_shift)
+        (position.time << self.time_shift)
             | (shard << self.shard_shift)
             | (self.offset + position.index * self.step)
     }
@@ -227,7 +227,7 @@ impl SnowflakeSequence {
         SnowflakeSequence {
             config,
             composer: Composer::new(&config),
-            ids_per_ms: config.ids_per_ms(),
+            ids_per_ms: config.ids_per_unit(),
             last: None,
             last_seen_wall_ms: None,
             restart_fence_until_ms: None,
@@ -248,7 +248,7 @@ impl SnowflakeSequence {
         let now = now.into();
         let fence = self.config.max_drift_ms;
         let wall = self.wall_ms(now.wall_unix_ms);
-        self.raise_floor(wall + fence - 1, now.monotonic_ms);
+        self.raise_floor(self.units(wall + fence - 1), now.monotonic_ms);
         self.restart_fence_until_ms = Some(wall + fence);
     }
 
@@ -265,24 +265,25 @@ impl SnowflakeSequence {
     /// How far, in ms, the logical clock is ahead of `wall_unix_ms` (0 when behind).
     pub fn ahead_of_wall_ms(&self, wall_unix_ms: u64) -> u64 {
         let wall = self.wall_ms(wall_unix_ms);
-        self.last.map_or(0, |p| p.time_ms.saturating_sub(wall))
+        self.last
+            .map_or(0, |p| self.ms(p.time).saturating_sub(wall))
     }
 
-    /// Marks every position up to the end of millisecond `time_ms` as used, so nothing at
-    /// or before it is issued again. Used when restoring state (loaded keys, replicated
-    /// writes, restart fences). Never moves the sequence backwards.
+    /// Marks every position up to the end of time unit `time` (the time field) as used, so
+    /// nothing at or before it is issued again. Used when restoring state (loaded keys,
+    /// replicated writes, restart fences). Never moves the sequence backwards.
     ///
-    /// The allowance is raised with it, to the millisecond after the floor as of
-    /// `monotonic_ms`: a floor far ahead of the wall clock (a restart while the clock ran
-    /// ahead) is then continued from at real-time pace, not waited out.
-    pub fn raise_floor(&mut self, time_ms: u64, monotonic_ms: u64) {
+    /// The allowance is raised with it, to the unit after the floor as of `monotonic_ms`: a
+    /// floor far ahead of the wall clock (a restart while the clock ran ahead) is then
+    /// continued from at real-time pace, not waited out.
+    pub fn raise_floor(&mut self, time: u64, monotonic_ms: u64) {
         let floor = Position {
-            time_ms,
+            time,
             index: self.ids_per_ms - 1,
         };
         if self.last.is_none_or(|last| last < floor) {
             self.last = Some(floor);
-            let allowed_ms = time_ms + 1;
+            let allowed_ms = self.ms(time + 1);
             if self.pace.is_none_or(|pace| {
                 pace.allowed_ms + monotonic_ms.saturating_sub(pace.at_monotonic_ms) < allowed_ms
             }) {
@@ -296,7 +297,7 @@ impl SnowflakeSequence {
 
     /// Up to which millisecond (since the epoch) the logical clock may issue now: the drift
     /// bound past the wall clock, or the real-time pace from the last allowance, whichever
-    /// is later.
+    /// is later. (It may issue in every time unit that starts at or before it.)
     fn allowance_ms(&self, wall: u64, monotonic_ms: u64) -> u64 {
         let bound = wall.saturating_add(self.config.max_drift_ms);
         self.pace.map_or(bound, |pace| {
@@ -308,12 +309,23 @@ impl SnowflakeSequence {
     /// pace (the wall clock stepped back, or the instance restarted while ahead).
     pub fn is_pacing(&self, now: impl Into<Now>) -> bool {
         let wall = self.wall_ms(now.into().wall_unix_ms);
-        self.last
-            .is_some_and(|last| last.time_ms > wall.saturating_add(self.config.max_drift_ms))
+        let bound = self.units(wall.saturating_add(self.config.max_drift_ms));
+        self.last.is_some_and(|last| last.time > bound)
     }
 
+    /// Milliseconds since the layout's epoch.
     fn wall_ms(&self, wall_unix_ms: u64) -> u64 {
         wall_unix_ms.saturating_sub(self.config.layout.epoch_unix_ms)
+    }
+
+    /// The time unit `ms_since_epoch` falls in.
+    fn units(&self, ms_since_epoch: u64) -> u64 {
+        self.config.layout.units_of_ms(ms_since_epoch)
+    }
+
+    /// Milliseconds since the epoch at which time unit `units` starts.
+    fn ms(&self, units: u64) -> u64 {
+        self.config.layout.ms_of_units(units)
     }
 
     /// Hands out `request.count` IDs at `now`, or refuses and changes nothing.
@@ -338,16 +350,16 @@ impl SnowflakeSequence {
             });
         }
         let wall = self.wall_ms(wall_unix_ms);
-        let mut first = self.next_position(wall);
+        let wall_units = self.units(wall);
+        let mut first = self.next_position(wall_units);
         if let Some(above) = request.above {
-            if first.time_ms >= layout.time_values()
-                || self.composer.id(first, request.shard) <= above
+            if first.time >= layout.time_values() || self.composer.id(first, request.shard) <= above
             {
-                // Nothing at or before the key's last millisecond can be above it for every
-                // shard; the millisecond after it is unused by this instance (the candidate
-                // was not above the key, so it was not later than that millisecond).
+                // Nothing at or before the key's last time unit can be above it for every
+                // shard; the unit after it is unused by this instance (the candidate was not
+                // above the key, so it was not later than that unit).
                 first = first.max(Position {
-                    time_ms: layout.time_of(above) + 1,
+                    time: layout.time_of(above) + 1,
                     index: 0,
                 });
             }
@@ -356,16 +368,16 @@ impl SnowflakeSequence {
         // Most calls stay in their millisecond: no 64-bit division (tens of cycles) then.
         let last = if last_index < self.ids_per_ms {
             Position {
-                time_ms: first.time_ms,
+                time: first.time,
                 index: last_index,
             }
         } else {
             Position {
-                time_ms: first.time_ms + last_index / self.ids_per_ms,
+                time: first.time + last_index / self.ids_per_ms,
                 index: last_index % self.ids_per_ms,
             }
         };
-        if last.time_ms >= layout.time_values() {
+        if last.time >= layout.time_values() {
             return Err(IdError::TimeExhausted {
                 expires_unix_ms: layout.expires_unix_ms(),
             });
@@ -373,27 +385,29 @@ impl SnowflakeSequence {
         // Within the drift bound the allowance (at least the bound) cannot refuse, so the
         // monotonic clock is read only past it, or to record the pace in a new millisecond.
         let bound = wall.saturating_add(self.config.max_drift_ms);
-        let monotonic_ms = (last.time_ms > bound || self.last_seen_wall_ms != Some(wall))
+        let monotonic_ms = (last.time > self.units(bound) || self.last_seen_wall_ms != Some(wall))
             .then(|| clocks.monotonic_ms());
         let allowance =
             monotonic_ms.map_or(bound, |monotonic_ms| self.allowance_ms(wall, monotonic_ms));
-        if last.time_ms > allowance {
+        if last.time > self.units(allowance) {
+            let last_ms = self.ms(last.time);
             return Err(IdError::Drift {
-                ahead_ms: last.time_ms.saturating_sub(wall),
+                ahead_ms: last_ms.saturating_sub(wall),
                 limit_ms: self.config.max_drift_ms,
-                retry_in_ms: last.time_ms - allowance,
+                // The unit starts after the allowance: it is reached that much later.
+                retry_in_ms: last_ms - allowance,
                 restart_fence: self
                     .restart_fence_until_ms
                     .is_some_and(|until| wall < until),
             });
         }
-        let reached_before = self.last.map_or(wall, |p| p.time_ms.max(wall));
+        let reached_before = self.last.map_or(wall_units, |p| p.time.max(wall_units));
         let batch = Batch {
             first,
             last,
             count: request.count,
             shard: request.shard,
-            borrowed_ms: last.time_ms.saturating_sub(reached_before),
+            borrowed_ms: self.ms(last.time.saturating_sub(reached_before)),
             clock_stepped_back: self.last_seen_wall_ms.is_some_and(|seen| wall < seen),
             composer: self.composer,
             ids_per_ms: self.ids_per_ms,
@@ -430,10 +444,11 @@ impl SnowflakeSequence {
         if self.last_seen_wall_ms != Some(wall) || shard >= layout.shard_values() {
             return None;
         }
-        let next = self.next_position(wall);
-        if next.time_ms > last.time_ms.max(wall)
-            || next.time_ms > wall.saturating_add(self.config.max_drift_ms)
-            || next.time_ms >= layout.time_values()
+        let wall_units = self.units(wall);
+        let next = self.next_position(wall_units);
+        if next.time > last.time.max(wall_units)
+            || next.time > self.units(wall.saturating_add(self.config.max_drift_ms))
+            || next.time >= layout.time_values()
         {
             return None;
         }
@@ -445,16 +460,16 @@ impl SnowflakeSequence {
         Some(id)
     }
 
-    /// Where the next ID goes, before any per-key adjustment.
-    fn next_position(&self, wall: u64) -> Position {
+    /// Where the next ID goes at wall-clock unit `wall_units`, before any per-key adjustment.
+    fn next_position(&self, wall_units: u64) -> Position {
         match self.last {
             None => Position {
-                time_ms: wall,
+                time: wall_units,
                 index: 0,
             },
             // The same as `(last.index + 1) % ids_per_ms`, without a division per call.
-            Some(last) if wall > last.time_ms => Position {
-                time_ms: wall,
+            Some(last) if wall_units > last.time => Position {
+                time: wall_units,
                 index: if last.index + 1 < self.ids_per_ms {
                     last.index + 1
                 } else {
@@ -462,11 +477,11 @@ impl SnowflakeSequence {
                 },
             },
             Some(last) if last.index + 1 < self.ids_per_ms => Position {
-                time_ms: last.time_ms,
+                time: last.time,
                 index: last.index + 1,
             },
             Some(last) => Position {
-                time_ms: last.time_ms + 1,
+                time: last.time + 1,
                 index: 0,
             },
         }

@@ -116,6 +116,29 @@ proptest! {
     }
 
     #[test]
+    fn coarser_time_units_keep_the_same_rules(
+        calls in calls(),
+        unit in prop_oneof![Just(10u64), Just(1000u64)],
+        drift_units in 1u64..4,
+        step in 1u64..4,
+    ) {
+        // Layouts that count 10 ms or seconds (sequence bits widened so a unit holds more
+        // IDs): IDs never repeat, keep key order, and never carry a time past the allowance
+        // in milliseconds.
+        let mut config = config(step, 0, unit * drift_units);
+        config.layout.time_unit_ms = unit;
+        config.layout.time_bits -= 4;
+        config.layout.sequence_bits += 4;
+        run_instance(config, &calls, &mut HashSet::new())?;
+        let mut issued = HashSet::new();
+        for offset in 0..step {
+            let mut config = config;
+            config.identity.offset = offset;
+            run_instance(config, &calls, &mut issued)?;
+        }
+    }
+
+    #[test]
     fn instances_of_one_deployment_never_collide(
         per_instance in prop::collection::vec(calls(), 3),
         step in 3u64..8,
@@ -200,7 +223,7 @@ proptest! {
         }
         let mut restarted = SnowflakeSequence::new(config);
         let mut wall = latest_wall + restart_delay_ms;
-        let last_time_ms = seq.last_position().map_or(0, |p| p.time_ms);
+        let last_time_ms = seq.last_position().map_or(0, |p| p.time);
         let epoch = config.layout.epoch_unix_ms;
         prop_assume!(last_time_ms < wall - epoch + max_drift_ms);
         restarted.apply_restart_fence(wall);

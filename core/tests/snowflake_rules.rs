@@ -129,7 +129,7 @@ fn a_wall_clock_step_back_never_stops_issuing_only_bursts_beyond_real_time_pace(
     };
     // What the drift bound allowed before the step is still there: up to ms t + 3.
     let batch = seq.issue(at(back, m), many(4096 * 3)).unwrap();
-    assert_eq!(batch.last.time_ms, t - config.layout.epoch_unix_ms + 3);
+    assert_eq!(batch.last.time, t - config.layout.epoch_unix_ms + 3);
     assert!(seq.is_pacing(back));
     // A burst past it is refused, changes nothing, and says when it fits.
     let saved = seq.clone();
@@ -150,7 +150,7 @@ fn a_wall_clock_step_back_never_stops_issuing_only_bursts_beyond_real_time_pace(
     assert!(seq.issue(at(back + 1, m + 1), many(4096)).is_ok());
     assert!(seq.issue(at(back + 1, m + 1), many(4096)).is_err());
     let later = seq.issue(at(back + 10, m + 10), many(4096 * 9)).unwrap();
-    assert_eq!(later.last.time_ms, t - config.layout.epoch_unix_ms + 13);
+    assert_eq!(later.last.time, t - config.layout.epoch_unix_ms + 13);
 }
 
 #[test]
@@ -171,7 +171,7 @@ fn a_floor_far_ahead_is_continued_from_at_real_time_pace() {
         above: None,
     };
     let batch = seq.issue(at(50), full_ms).unwrap();
-    assert_eq!(batch.first.time_ms, floor_ms + 1);
+    assert_eq!(batch.first.time, floor_ms + 1);
     assert!(seq.issue(at(50), one(0, None)).is_err());
     assert!(seq.issue(at(51), full_ms).is_ok());
 }
@@ -269,6 +269,7 @@ fn the_end_of_the_time_field_is_an_error_not_a_wrap() {
             shard_bits: 15,
             sequence_bits: 12,
             epoch_unix_ms: T0 - (1 << 36) + 10,
+            time_unit_ms: 1,
         },
         ..Config::default()
     };

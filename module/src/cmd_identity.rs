@@ -10,8 +10,8 @@ use crate::refusal::Refusal;
 use crate::{state, version};
 
 /// Replies with the node's identity as field/value pairs (a map for RESP3 clients), named
-/// like the settings: step, offset, epoch, time-bits, shard-bits, sequence-bits, id-bits,
-/// and the module version.
+/// like the settings: step, offset, epoch, time-unit-ms, time-bits, shard-bits,
+/// sequence-bits, id-bits, and the module version.
 pub fn identity(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let config = state::config();
     let layout = &config.layout;
@@ -19,6 +19,7 @@ pub fn identity(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
         ("step", config.identity.step),
         ("offset", config.identity.offset),
         ("epoch", layout.epoch_unix_ms),
+        ("time-unit-ms", layout.time_unit_ms),
         ("time-bits", u64::from(layout.time_bits)),
         ("shard-bits", u64::from(layout.shard_bits)),
         ("sequence-bits", u64::from(layout.sequence_bits)),

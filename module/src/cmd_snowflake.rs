@@ -57,7 +57,7 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
         if let Some(id) = fast {
             value.last_issued.set(Some(id));
             // Within the drift bound: the clock is not running ahead.
-            pacing::observe(false, 0, wall_unix_ms);
+            pacing::observe(None);
             counters::SNOWFLAKE_CALLS.add(1);
             counters::SNOWFLAKE_IDS.add(1);
             reply(id);
@@ -73,7 +73,10 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
             state::incarnation(),
             config.snowflake_lease_ms(),
         )?;
-        Ok::<_, IdError>((issue, sequence.is_pacing(wall_unix_ms)))
+        let pacing = sequence
+            .is_pacing(wall_unix_ms)
+            .then(|| sequence.ahead_of_wall_ms(wall_unix_ms));
+        Ok::<_, IdError>((issue, pacing))
     })
     .inspect_err(|error| {
         if matches!(error, IdError::Drift { .. }) {
@@ -81,7 +84,7 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
         }
     })?;
     let batch = issue.batch;
-    pacing::observe(pacing, batch.last.time_ms, wall_unix_ms);
+    pacing::observe(pacing);
     let last_issued = Some(batch.last_id());
     match issue.extend {
         // Within the key's bound, as its owner: only the in-memory last ID changes. Nothing

@@ -34,7 +34,13 @@ fn add_fields(ctx: *mut raw::RedisModuleInfoCtx) {
     number("epoch_ms", layout.epoch_unix_ms);
     text("epoch", &format_unix_ms(layout.epoch_unix_ms));
     text("layout_runs_out", &format_date(layout.expires_unix_ms()));
-    number("snowflake_ids_per_ms", config.ids_per_ms());
+    number("time_unit_ms", layout.time_unit_ms);
+    number("snowflake_ids_per_unit", config.ids_per_unit());
+    // The sustained rate in the common unit (rounded down for coarser units).
+    number(
+        "snowflake_ids_per_ms",
+        config.ids_per_unit() / layout.time_unit_ms.max(1),
+    );
     number("default_shard", config.default_shard);
     number("max_drift_ms", config.max_drift_ms);
     number("snowflake_restart_fence", u64::from(config.restart_fence));

@@ -73,14 +73,16 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     warnings::start(ctx);
     raw::register_info_function(ctx.ctx, Some(info::add_info));
     ctx.log_notice(&format!(
-        "step {} offset {}; snowflake layout {}|{}|{} bits from epoch {} ms, {} IDs per ms",
+        "step {} offset {}; snowflake layout {}|{}|{} bits from epoch {} ms in units of {} ms, \
+         {} IDs per unit",
         config.identity.step,
         config.identity.offset,
         config.layout.time_bits,
         config.layout.shard_bits,
         config.layout.sequence_bits,
         config.layout.epoch_unix_ms,
-        config.ids_per_ms()
+        config.layout.time_unit_ms,
+        config.ids_per_unit()
     ));
     Ok(())
 }
@@ -107,6 +109,7 @@ redis_module! {
             ["step", &settings::STEP.value, settings::STEP.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
             ["offset", &settings::OFFSET.value, settings::OFFSET.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
             ["epoch", &settings::EPOCH.value, settings::EPOCH.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["time-unit-ms", &settings::TIME_UNIT_MS.value, settings::TIME_UNIT_MS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
             ["time-bits", &settings::TIME_BITS.value, settings::TIME_BITS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
             ["shard-bits", &settings::SHARD_BITS.value, settings::SHARD_BITS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
             ["sequence-bits", &settings::SEQUENCE_BITS.value, settings::SEQUENCE_BITS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],

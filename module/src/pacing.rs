@@ -17,8 +17,10 @@ pub fn is_pacing() -> bool {
     PACING.load(Ordering::Relaxed)
 }
 
-/// Records what the last issuing call found, and logs a change.
-pub fn observe(pacing: bool, last_time_ms: u64, wall_unix_ms: u64) {
+/// Records what the last issuing call found — how far the clock runs ahead of the wall
+/// clock if it is pacing, `None` if not — and logs a change.
+pub fn observe(pacing_ahead_ms: Option<u64>) {
+    let pacing = pacing_ahead_ms.is_some();
     // A load first: a swap is a locked instruction on every call, and the state changes
     // only when the clock starts or stops running ahead.
     if PACING.load(Ordering::Relaxed) == pacing {
@@ -26,19 +28,18 @@ pub fn observe(pacing: bool, last_time_ms: u64, wall_unix_ms: u64) {
     }
     PACING.store(pacing, Ordering::Relaxed);
     let config = state::config();
-    let wall_ms = wall_unix_ms.saturating_sub(config.layout.epoch_unix_ms);
-    let message = if pacing {
-        format!(
-            "the snowflake clock runs {} ms ahead of the wall clock, more than \
+    let message = match pacing_ahead_ms {
+        Some(ahead_ms) => format!(
+            "the snowflake clock runs {ahead_ms} ms ahead of the wall clock, more than \
              idgen.max-drift-ms ({}): the wall clock stepped back, or this instance restarted \
              while ahead. IDs stay unique and increasing and carry future times; issuing goes \
-             on at one millisecond's sequence per elapsed millisecond until the wall clock \
-             catches up (bursts beyond that get DRIFT)",
-            last_time_ms.saturating_sub(wall_ms),
+             on at one time unit's sequence per elapsed unit until the wall clock catches up \
+             (bursts beyond that get DRIFT)",
             config.max_drift_ms
-        )
-    } else {
-        "the snowflake clock is back within idgen.max-drift-ms of the wall clock".to_string()
+        ),
+        None => {
+            "the snowflake clock is back within idgen.max-drift-ms of the wall clock".to_string()
+        }
     };
     let level = if pacing {
         RedisLogLevel::Warning

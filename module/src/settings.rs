@@ -45,6 +45,9 @@ pub static TIME_BITS: Setting = Setting::new("time-bits", 41);
 pub static SHARD_BITS: Setting = Setting::new("shard-bits", 10);
 /// `idgen.sequence-bits`.
 pub static SEQUENCE_BITS: Setting = Setting::new("sequence-bits", 12);
+/// `idgen.time-unit-ms`: milliseconds in one unit of the snowflake time field (1, or 10, 1000,
+/// any divisor of a second).
+pub static TIME_UNIT_MS: Setting = Setting::new("time-unit-ms", 1);
 /// `idgen.id-bits`: the width the three fields must add up to (63, or 53 for JavaScript).
 pub static ID_BITS: Setting = Setting::new("id-bits", 63);
 /// `idgen.default-shard`: the shard used when a call gives no SHARD.
@@ -66,10 +69,11 @@ pub static SEGMENT_FENCE: Setting = Setting::new("segment-fence", DEFAULT_SEGMEN
 pub static DEBUG_CLOCK_OFFSET_MS: Setting = Setting::new("debug-clock-offset-ms", 0);
 
 /// Every config that module arguments may set.
-pub static ALL: [&Setting; 11] = [
+pub static ALL: [&Setting; 12] = [
     &STEP,
     &OFFSET,
     &EPOCH,
+    &TIME_UNIT_MS,
     &TIME_BITS,
     &SHARD_BITS,
     &SEQUENCE_BITS,
@@ -121,6 +125,7 @@ pub fn current() -> Result<Config, String> {
             shard_bits: width(&SHARD_BITS)?,
             sequence_bits: width(&SEQUENCE_BITS)?,
             epoch_unix_ms: non_negative(&EPOCH)?,
+            time_unit_ms: non_negative(&TIME_UNIT_MS)?,
         },
         id_bits: width(&ID_BITS)?,
         default_shard: non_negative(&DEFAULT_SHARD)?,

@@ -112,12 +112,12 @@ const AUX_WITH_SEGMENT_MARKS: c_int = 1;
 /// Called by Redis only, while it writes an RDB file or stream, with that file's IO handle.
 unsafe extern "C" fn aux_save(rdb: *mut raw::RedisModuleIO, _when: c_int) {
     guard::or_log("saving the snowflake position to RDB", (), || {
-        let last_time_ms = state::with_sequence(|sequence| {
-            sequence
-                .last_position()
-                .map_or(0, |position| position.time_ms)
+        // The time field of the last position: time units since the epoch (milliseconds
+        // with the default unit, which is what files written before units existed hold).
+        let last_time = state::with_sequence(|sequence| {
+            sequence.last_position().map_or(0, |position| position.time)
         });
-        raw::save_unsigned(rdb, last_time_ms);
+        raw::save_unsigned(rdb, last_time);
         let marks = segment_marks::snapshot();
         raw::save_unsigned(rdb, marks.len() as u64);
         for (db, key, value) in marks {
@@ -138,12 +138,10 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, _when
             return failed;
         }
         let loaded = (|| -> Result<(), redis_module::error::Error> {
-            let last_time_ms = raw::load_unsigned(rdb)?;
+            let last_time = raw::load_unsigned(rdb)?;
             // The instance's own saved position, or its master's in a full sync: either way
             // IDs up to it exist, so they must not be issued again, whatever the clock says.
-            state::with_sequence(|sequence| {
-                sequence.raise_floor(last_time_ms, clock::monotonic_ms())
-            });
+            state::with_sequence(|sequence| sequence.raise_floor(last_time, clock::monotonic_ms()));
             if encver >= AUX_WITH_SEGMENT_MARKS {
                 // Only values of this instance's own class mean anything to it: a master's
                 // remembered values, arriving in a full sync, are of the master's class.

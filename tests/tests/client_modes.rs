@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idgen_client::{Client, Error, SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
+use idgen_client::{
+    Client, Error, IdFormat, SegmentOptions, Settings, SnowflakeCacheOptions, Topology,
+};
 use idgen_tests::Server;
 
 fn nodes(servers: &[Server]) -> Topology {
@@ -323,4 +325,13 @@ async fn a_snowflake_cache_prefetches_and_never_hands_out_stale_ids() {
         "the stale batches were dropped and a new one fetched"
     );
     assert!(fresh > *ids.last().unwrap());
+    // The same IDs as strings that sort like the numbers.
+    let as_id = cache.next_id().await.unwrap();
+    let from_client = client.next_snowflake_id("k").await.unwrap();
+    assert!(i64::from(as_id) > fresh && from_client > as_id);
+    let (a, b) = (
+        as_id.format(IdFormat::Base62),
+        from_client.format(IdFormat::Base62),
+    );
+    assert!(a < b && a.len() == 11, "{a} {b}");
 }

@@ -49,7 +49,18 @@ fn each_invalid_configuration_is_refused_with_its_reason() {
             vec!["default-shard", "1024"],
             "default-shard 1024 does not fit",
         ),
-        (vec!["max-drift-ms", "0"], "max-drift-ms is 0"),
+        (
+            vec!["max-drift-ms", "0"],
+            "max-drift-ms 0 is less than one time unit",
+        ),
+        (
+            vec!["time-unit-ms", "3"],
+            "time-unit-ms 3 does not divide a second",
+        ),
+        (
+            vec!["time-unit-ms", "1000", "max-drift-ms", "500"],
+            "max-drift-ms 500 is less than one time unit (1000 ms)",
+        ),
         (
             vec!["offset", "-1"],
             "idgen.offset is -1; it cannot be negative",
@@ -108,4 +119,68 @@ fn settings_from_the_config_file_apply_and_arguments_override_them() {
     let mut conn = server.conn();
     assert_eq!(idgen_tests::info_field(&mut conn, "step"), "6");
     assert_eq!(idgen_tests::info_field(&mut conn, "offset"), "2");
+}
+
+/// UidGenerator's shape: seconds, 31 time bits (68 years), 65,536 shards. It loads, issues
+/// from every shard, and everything that shows time follows the unit: DECODE gives whole
+/// seconds, INFO and IDGEN.IDENTITY name the unit, SNOWFLAKE.RANGE covers whole seconds.
+#[test]
+fn a_seconds_layout_loads_issues_and_decodes_whole_seconds() {
+    let server = Server::start(&[
+        "time-unit-ms",
+        "1000",
+        "time-bits",
+        "31",
+        "shard-bits",
+        "16",
+        "sequence-bits",
+        "16",
+        "snowflake-restart-fence",
+        "no",
+    ]);
+    let mut conn = server.conn();
+    let before = now_ms();
+    let ids: Vec<i64> = snowflake_batch(&mut conn, "k", 10_000).unwrap();
+    idgen_tests::assert_strictly_increasing(&ids);
+    let last_shard: i64 = redis::cmd("SNOWFLAKE.NEXT")
+        .arg("k")
+        .arg("SHARD")
+        .arg(65_535)
+        .query(&mut conn)
+        .unwrap();
+    assert!(last_shard > ids[ids.len() - 1]);
+    let parts: Vec<redis::Value> = redis::cmd("SNOWFLAKE.DECODE")
+        .arg(last_shard)
+        .query(&mut conn)
+        .unwrap();
+    let unix_ms: u64 = redis::from_redis_value_ref(&parts[1]).unwrap();
+    let shard: u64 = redis::from_redis_value_ref(&parts[7]).unwrap();
+    assert_eq!(shard, 65_535);
+    assert_eq!(unix_ms % 1000, 0, "a whole second: {unix_ms}");
+    assert!(unix_ms + 1000 > before && unix_ms <= now_ms(), "{unix_ms}");
+    assert_eq!(idgen_tests::info_field(&mut conn, "time_unit_ms"), "1000");
+    assert_eq!(
+        idgen_tests::info_field(&mut conn, "snowflake_ids_per_unit"),
+        "65536"
+    );
+    let identity: Vec<String> = redis::cmd("IDGEN.IDENTITY").query(&mut conn).unwrap();
+    let unit = identity
+        .iter()
+        .position(|field| field == "time-unit-ms")
+        .map(|at| identity[at + 1].clone());
+    assert_eq!(unit.as_deref(), Some("1000"));
+    // The window of one second holds the IDs issued in it and its ends are whole seconds.
+    let second = unix_ms;
+    let (low, high): (i64, i64) = redis::cmd("SNOWFLAKE.RANGE")
+        .arg(second)
+        .arg(second + 999)
+        .query(&mut conn)
+        .unwrap();
+    assert!(low <= last_shard && last_shard <= high);
+    let (next_low, _): (i64, i64) = redis::cmd("SNOWFLAKE.RANGE")
+        .arg(second + 1000)
+        .arg(second + 1000)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(next_low, high + 1);
 }
