@@ -108,7 +108,7 @@ pub struct ServerOptions {
     /// Data files (an RDB, an AOF directory) copied into the server's directory before it
     /// first starts, for it to load.
     pub data_files: Option<PathBuf>,
-    /// The server program; `None` for [`server_binary()`] (`$REDIS_SERVER` or
+    /// The server program; `None` for `server_binary()` (`$REDIS_SERVER` or
     /// `redis-server`).
     pub binary: Option<PathBuf>,
 }
@@ -127,7 +127,7 @@ impl ServerOptions {
         }
     }
 
-    /// Runs this server program instead of [`server_binary()`]'s (another version).
+    /// Runs this server program instead of `server_binary()`'s (another version).
     pub fn binary(mut self, program: PathBuf) -> Self {
         self.binary = Some(program);
         self
