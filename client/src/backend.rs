@@ -2,124 +2,20 @@
 //! routed by key in a cluster, or to the master Sentinel names, retrying through a
 //! failover.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redis::{Cmd, ConnectionInfo, FromRedisValue};
 
-use crate::connection::{
-    cluster_pool, lend, node_pool, ClusterConnector, IdentityCheck, Manager, NodeConnector,
-};
+use crate::connection::{cluster_pool, lend, ClusterConnector, Manager};
 use crate::error::{Error, Result};
 use crate::identity_guard::IdentityGuard;
 use crate::metrics::Metrics;
+use crate::node::Node;
+use crate::retry::RetryPolicy;
 use crate::sentinel::SentinelMaster;
 use crate::settings::Settings;
-
-/// How often a node marked down is probed in the background, so that it serves again as
-/// soon as it answers (after a restart, say a rolling upgrade) rather than when its mark
-/// runs out.
-const PROBE_EVERY: Duration = Duration::from_millis(100);
-
-/// One independent node and its pool.
-pub(crate) struct Node {
-    pub(crate) address: String,
-    pool: bb8::Pool<Manager<NodeConnector>>,
-    check: IdentityCheck,
-    health: Arc<Health>,
-}
-
-/// Whether a node is marked down, and whether a probe is watching it.
-#[derive(Debug, Default)]
-struct Health {
-    down_until: Mutex<Option<Instant>>,
-    probing: AtomicBool,
-}
-
-impl Health {
-    fn is_down(&self) -> bool {
-        let down_until = self.down_until.lock().unwrap_or_else(|p| p.into_inner());
-        down_until.is_some_and(|until| Instant::now() < until)
-    }
-
-    fn set(&self, down_until: Option<Instant>) {
-        *self.down_until.lock().unwrap_or_else(|p| p.into_inner()) = down_until;
-    }
-}
-
-impl Node {
-    pub(crate) fn new(
-        info: &ConnectionInfo,
-        settings: &Settings,
-        guard: Arc<IdentityGuard>,
-    ) -> Result<Self> {
-        let address = info.addr().to_string();
-        let check = IdentityCheck {
-            address: address.clone(),
-            guard,
-        };
-        Ok(Node {
-            pool: node_pool(NodeConnector::new(info, settings)?, settings),
-            check,
-            address,
-            health: Arc::default(),
-        })
-    }
-
-    fn is_down(&self) -> bool {
-        self.health.is_down()
-    }
-
-    /// Marks the node up, or down for `down_for`: calls try it last meanwhile, and a probe
-    /// in the background marks it up again as soon as it answers and passes the identity
-    /// check. The probe holds the node's state weakly and ends with the client.
-    fn mark(&self, down_for: Option<Duration>) {
-        let Some(down_for) = down_for else {
-            return self.health.set(None);
-        };
-        self.health.set(Some(Instant::now() + down_for));
-        if self.health.probing.swap(true, Ordering::AcqRel) {
-            return; // a probe is already watching
-        }
-        let health = Arc::downgrade(&self.health);
-        let (pool, check) = (self.pool.clone(), self.check.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(PROBE_EVERY).await;
-                let Some(health) = health.upgrade() else {
-                    return;
-                };
-                if !health.is_down() || probe(&pool, &check).await.is_ok() {
-                    health.set(None);
-                    health.probing.store(false, Ordering::Release);
-                    return;
-                }
-            }
-        });
-    }
-
-    pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
-        let mut lent = lend(&self.pool).await?;
-        lent.ensure_checked(&self.check).await?;
-        let result = cmd.query_async(&mut lent.connection).await;
-        if let Err(error) = &result {
-            lent.check(error);
-        }
-        Ok(result?)
-    }
-}
-
-/// Whether a node marked down serves again: a pooled connection, the identity check, PING.
-async fn probe(pool: &bb8::Pool<Manager<NodeConnector>>, check: &IdentityCheck) -> Result<()> {
-    let mut lent = lend(pool).await?;
-    lent.ensure_checked(check).await?;
-    let pong: redis::RedisResult<()> = redis::cmd("PING").query_async(&mut lent.connection).await;
-    if let Err(error) = &pong {
-        lent.check(error);
-    }
-    Ok(pong?)
-}
 
 /// Independent nodes (one, in single mode): any node serves any key.
 pub(crate) struct NodeSet {
@@ -286,7 +182,8 @@ impl Cluster {
 
     /// Runs `cmd`, routed by key. redis-rs retries through failovers and resharding (see
     /// `ClusterConnector`); what is left here is the module's own "retry in a moment": a
-    /// DRIFT refusal is tried again, every 100 ms, until `failover_retry_for` has passed.
+    /// DRIFT refusal is tried again (`RetryPolicy`: when it says the request fits, at most
+    /// 100 ms later), until `failover_retry_for` has passed.
     ///
     /// One attempt may take `connect_timeout + response_timeout`; then its connection is
     /// dropped and the call tried again on a new one. A call in flight while a master
@@ -298,7 +195,7 @@ impl Cluster {
         if let Some(refusal) = self.check.refusal() {
             return Err(refusal);
         }
-        let deadline = Instant::now() + self.retry_for;
+        let policy = RetryPolicy::new(Instant::now(), self.retry_for, Error::is_retryable);
         loop {
             let result = async {
                 let mut lent = lend(&self.pool).await?;
@@ -322,31 +219,20 @@ impl Cluster {
                 Ok::<T, Error>(result?)
             }
             .await;
-            match result {
+            let error = match result {
                 Ok(value) => return Ok(value),
-                Err(Error::Transport(_)) if Instant::now() < deadline => {
-                    Metrics::add(&metrics.transport_errors, 1);
-                    tracing::warn!("a cluster call failed or got no answer in time; retrying");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Err(Error::Drift { retry_in, .. }) if Instant::now() < deadline => {
-                    Metrics::add(&metrics.refusals, 1);
-                    // When the server says the request fits, or in 100 ms.
-                    let wait = retry_in
-                        .unwrap_or(Duration::from_millis(100))
-                        .clamp(Duration::from_millis(1), Duration::from_millis(100));
-                    tracing::debug!(?wait, "DRIFT refusal; retrying when it fits");
-                    tokio::time::sleep(wait).await;
-                }
-                Err(error) => {
-                    if matches!(error, Error::Transport(_)) {
-                        Metrics::add(&metrics.transport_errors, 1);
-                    } else {
-                        Metrics::add(&metrics.refusals, 1);
-                    }
-                    return Err(error);
-                }
+                Err(error) => error,
+            };
+            if matches!(error, Error::Transport(_)) {
+                Metrics::add(&metrics.transport_errors, 1);
+            } else {
+                Metrics::add(&metrics.refusals, 1);
             }
+            let Some(wait) = policy.wait_after(&error, Instant::now()) else {
+                return Err(error);
+            };
+            tracing::warn!(%error, ?wait, "a cluster call failed; retrying");
+            tokio::time::sleep(wait).await;
         }
     }
 }

@@ -4,8 +4,8 @@
 use redis::ConnectionInfo;
 
 use crate::address;
-use crate::connection::short_connection;
 use crate::error::{Error, Result};
+use crate::node_link::short_connection;
 use crate::settings::Settings;
 
 /// Every live member of the cluster, from `CLUSTER NODES` on the first seed that answers.
@@ -32,7 +32,7 @@ pub(crate) async fn members(
                     .map(|(host, port)| address::at(seed, "a cluster seed", host, port))
                     .collect()
             }
-            Err(Error::Server { code, .. }) if code == "NOPERM" => {
+            Err(Error::Auth { code, .. }) if code == "NOPERM" => {
                 return Err(Error::Deployment(format!(
                     "the ACL user may not run CLUSTER NODES on {}: grant +cluster|nodes \
                      (and +cluster|slots, which redis-rs needs to route by slot)",

@@ -4,12 +4,13 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Backend, Cluster, Node, NodeSet};
+use crate::backend::{Backend, Cluster, NodeSet};
 use crate::cluster_discovery;
 use crate::deployment::{check, Deployment};
 use crate::error::{Error, Result};
 use crate::identity;
 use crate::identity_guard::IdentityGuard;
+use crate::node::Node;
 use crate::sentinel::SentinelMaster;
 use crate::settings::{Settings, Topology};
 

@@ -10,6 +10,7 @@ use redis::{AsyncConnectionConfig, ConnectionInfo};
 
 use crate::identity;
 use crate::identity_guard::IdentityGuard;
+use crate::node_link::connection_config;
 use crate::settings::Settings;
 
 /// A pooled connection and the flags shared with every call using it: `broken` makes the
@@ -97,26 +98,6 @@ pub(crate) async fn lend<C: Connect>(
 pub(crate) trait Connect: Send + Sync + 'static {
     type Connection: redis::aio::ConnectionLike + Clone + Send + Sync + 'static;
     fn open(&self) -> impl Future<Output = redis::RedisResult<Self::Connection>> + Send;
-}
-
-/// The timeouts of the settings, for every connection the client opens to a node.
-fn connection_config(settings: &Settings) -> AsyncConnectionConfig {
-    AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(settings.connect_timeout))
-        .set_response_timeout(Some(settings.response_timeout))
-}
-
-/// A short-lived connection (outside the pools) with the configured timeouts, for the
-/// checks made at connect.
-pub(crate) async fn short_connection(
-    node: &ConnectionInfo,
-    settings: &Settings,
-) -> crate::Result<(redis::Client, MultiplexedConnection)> {
-    let client = redis::Client::open(node.clone())?;
-    let conn = client
-        .get_multiplexed_async_connection_with_config(&connection_config(settings))
-        .await?;
-    Ok((client, conn))
 }
 
 /// Multiplexed connections to one node, with the configured timeouts.

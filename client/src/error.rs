@@ -1,5 +1,6 @@
-//! The client's error type: the module's refusals by their codes, transport failures, and
-//! deployment problems found at connect.
+//! The client's error type: the module's refusals by their codes, connection failures,
+//! credentials and permissions, unreadable replies, and deployment problems — each saying
+//! whether a retry can help ([`Error::is_retryable`]).
 
 use std::fmt;
 
@@ -35,8 +36,22 @@ pub enum Error {
         message: String,
     },
     /// The connection failed or timed out. The error is redis-rs's, re-exported as
-    /// [`crate::redis`] so that matching on it needs no separate dependency.
+    /// [`crate::redis`] so that matching on it needs no separate dependency. Retryable: the
+    /// node is marked down and another (or the same, later) is tried.
     Transport(redis::RedisError),
+    /// The server refused the credentials (`WRONGPASS`, `NOAUTH`) or the ACL user may not run
+    /// the command or touch the key (`NOPERM`). Not retryable: it needs a change of
+    /// configuration, and it does not mark the node down.
+    Auth {
+        /// The reply's code (`NOPERM`, `WRONGPASS`, `NOAUTH`), or `AUTH` when redis-rs
+        /// reports a failed authentication without one.
+        code: String,
+        /// The server's message.
+        message: String,
+    },
+    /// A reply could not be read as the type asked for, or could not be parsed: a program
+    /// error or a server that is not what the client expects. Not retryable.
+    Protocol(redis::RedisError),
     /// No node could serve the call; `last` is the last node's error.
     NoNodeAvailable {
         /// The nodes tried, by address.
@@ -55,8 +70,12 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    /// Whether another node (or a later retry) may succeed where this failed: transport
-    /// failures and drift refusals.
+    /// Whether another node (or a later retry) may succeed where this failed: connection
+    /// failures and drift refusals. The client tries these again by itself (Sentinel mode
+    /// also what a failover causes: `READONLY`, `LOADING`, `MASTERDOWN`); a connection
+    /// failure, like a node that is still loading or whose identity changed, sets that node
+    /// aside for `node_retry_after`. Credentials, permissions, unreadable replies and the
+    /// module's other refusals are returned at once.
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::Transport(_) | Error::Drift { .. })
     }
@@ -65,6 +84,18 @@ impl Error {
 impl From<redis::RedisError> for Error {
     fn from(error: redis::RedisError) -> Self {
         let message = error.detail().unwrap_or_default().to_string();
+        match error.kind() {
+            redis::ErrorKind::AuthenticationFailed => {
+                return Error::Auth {
+                    code: error.code().unwrap_or("AUTH").to_string(),
+                    message: error.to_string(),
+                }
+            }
+            redis::ErrorKind::UnexpectedReturnType | redis::ErrorKind::Parse => {
+                return Error::Protocol(error)
+            }
+            _ => {}
+        }
         match error.code() {
             Some("DRIFT") => Error::Drift {
                 retry_in: retry_in(&message),
@@ -72,6 +103,10 @@ impl From<redis::RedisError> for Error {
             },
             Some("OVERFLOW") => Error::Overflow { message },
             Some("EXHAUSTED") => Error::Exhausted { message },
+            Some(code @ ("NOPERM" | "WRONGPASS" | "NOAUTH")) => Error::Auth {
+                code: code.to_string(),
+                message,
+            },
             Some(code) => Error::Server {
                 code: code.to_string(),
                 message,
@@ -108,6 +143,8 @@ impl fmt::Display for Error {
             Error::Exhausted { message } => write!(f, "refused (EXHAUSTED): {message}"),
             Error::Server { code, message } => write!(f, "{code}: {message}"),
             Error::Transport(error) => write!(f, "connection failed: {error}"),
+            Error::Auth { code, message } => write!(f, "not allowed ({code}): {message}"),
+            Error::Protocol(error) => write!(f, "unexpected reply: {error}"),
             Error::NoNodeAvailable { tried, last } => {
                 write!(
                     f,
@@ -124,7 +161,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Transport(error) => Some(error),
+            Error::Transport(error) | Error::Protocol(error) => Some(error),
             Error::NoNodeAvailable { last, .. } => Some(last.as_ref()),
             _ => None,
         }
@@ -151,5 +188,47 @@ mod tests {
             "{error:?}"
         );
         assert!(error.is_retryable());
+    }
+
+    fn reply_error(wire: &[u8]) -> Error {
+        Error::from(
+            redis::parse_redis_value(wire)
+                .unwrap()
+                .extract_error()
+                .unwrap_err(),
+        )
+    }
+
+    #[test]
+    fn each_kind_of_failure_says_whether_a_retry_helps() {
+        let noperm = reply_error(b"-NOPERM User ids has no permissions to access the 'x' key\r\n");
+        assert!(
+            matches!(&noperm, Error::Auth { code, .. } if code == "NOPERM"),
+            "{noperm:?}"
+        );
+        assert!(!noperm.is_retryable());
+        let wrongpass = reply_error(b"-WRONGPASS invalid username-password pair\r\n");
+        assert!(matches!(&wrongpass, Error::Auth { .. }), "{wrongpass:?}");
+        let wrongtype = reply_error(b"-WRONGTYPE Operation against a key\r\n");
+        assert!(matches!(&wrongtype, Error::Server { code, .. } if code == "WRONGTYPE"));
+        assert!(!wrongtype.is_retryable());
+        let io = Error::from(redis::RedisError::from(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        )));
+        assert!(
+            matches!(io, Error::Transport(_)) && io.is_retryable(),
+            "{io:?}"
+        );
+        let not_a_number =
+            redis::from_redis_value::<i64>(redis::Value::SimpleString("OK".into())).unwrap_err();
+        let protocol = Error::from(redis::RedisError::from(not_a_number));
+        assert!(
+            matches!(protocol, Error::Protocol(_)) && !protocol.is_retryable(),
+            "{protocol:?}"
+        );
+        assert!(
+            protocol.to_string().starts_with("unexpected reply: "),
+            "{protocol}"
+        );
     }
 }

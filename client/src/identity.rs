@@ -5,9 +5,9 @@ use std::collections::HashMap;
 
 use redis::ConnectionInfo;
 
-use crate::connection::short_connection;
 use crate::deployment::NodeIdentity;
 use crate::error::{Error, Result};
+use crate::node_link::short_connection;
 use crate::settings::Settings;
 
 /// The module command that answers a node's identity; keyless and read-only, so an

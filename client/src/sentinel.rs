@@ -9,16 +9,13 @@ use redis::sentinel::{Sentinel, SentinelNodeConnectionInfo};
 use redis::{Cmd, ConnectionAddr, ConnectionInfo, FromRedisValue, TlsMode};
 
 use crate::address;
-use crate::backend::Node;
 use crate::error::{Error, Result};
 use crate::identity;
 use crate::identity_guard::IdentityGuard;
 use crate::metrics::Metrics;
+use crate::node::Node;
+use crate::retry::RetryPolicy;
 use crate::settings::{SentinelTopology, Settings};
-
-/// How long to wait before asking the sentinels again when they name no usable master yet
-/// (during an election) or the master just failed.
-const REDISCOVER_EVERY: Duration = Duration::from_millis(100);
 
 /// The data nodes of a Sentinel deployment, as the sentinels name them.
 #[derive(Debug)]
@@ -220,10 +217,14 @@ impl SentinelMaster {
 
     /// Runs `cmd` on the master. What a failover causes — a lost connection, READONLY from
     /// a demoted master, LOADING, MASTERDOWN, no master named yet — and the module's DRIFT
-    /// refusal are retried every 100 ms, asking the sentinels again, until
-    /// `failover_retry_for` has passed.
+    /// refusal are retried (`RetryPolicy`: every 100 ms, or when a DRIFT refusal says the
+    /// request fits), asking the sentinels again, until `failover_retry_for` has passed.
     pub(crate) async fn run<T: FromRedisValue>(&self, cmd: &Cmd, metrics: &Metrics) -> Result<T> {
-        let deadline = Instant::now() + self.settings.failover_retry_for;
+        let policy = RetryPolicy::new(
+            Instant::now(),
+            self.settings.failover_retry_for,
+            is_failover,
+        );
         loop {
             let attempt = match self.master(metrics).await {
                 Ok(node) => node.query(cmd).await.map_err(|error| (Some(node), error)),
@@ -233,19 +234,18 @@ impl SentinelMaster {
                 Ok(value) => return Ok(value),
                 Err(failure) => failure,
             };
-            let retry = Instant::now() < deadline;
             match &error {
                 Error::Transport(_) => Metrics::add(&metrics.transport_errors, 1),
                 _ => Metrics::add(&metrics.refusals, 1),
             }
-            if !retry || !is_failover(&error) {
+            let Some(wait) = policy.wait_after(&error, Instant::now()) else {
                 return Err(error);
-            }
+            };
             if let (Some(node), false) = (node, matches!(error, Error::Drift { .. })) {
                 tracing::warn!(master = %node.address, %error, "the master failed; asking the sentinels again");
                 self.forget(&node);
             }
-            tokio::time::sleep(REDISCOVER_EVERY).await;
+            tokio::time::sleep(wait).await;
         }
     }
 }

@@ -20,8 +20,6 @@ mod decimal;
 mod events;
 mod fence;
 mod guard;
-#[cfg(test)]
-mod import_graph;
 mod info;
 mod key;
 mod key_events;
