@@ -1,5 +1,6 @@
 //! Server events the module follows: a flush about to erase a replica's data (remember this
-//! instance's segment values first), and promotion of this instance to master.
+//! instance's segment values first), the end of any flush (check which fenced keys it removed,
+//! `flush_sweep`), and promotion of this instance to master.
 
 use std::ffi::{c_int, c_void};
 
@@ -7,7 +8,7 @@ use idgen_core::parse_redis_integer;
 use redis_module::{raw, Context};
 
 use crate::string_scan::EventContext;
-use crate::{counters, guard, segment_marks, state};
+use crate::{counters, flush_sweep, guard, segment_marks, state};
 
 /// The role-changed subevent meaning "this instance is now a master".
 const NOW_MASTER: u64 = 0;
@@ -47,9 +48,16 @@ unsafe extern "C" fn on_flush(
     ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
     subevent: u64,
-    _data: *mut c_void,
+    data: *mut c_void,
 ) {
     guard::or_log("handling a flush", (), || {
+        if subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_END {
+            // SAFETY: for the flush event Redis passes a RedisModuleFlushInfo, alive for
+            // the call.
+            let info = unsafe { &*data.cast::<raw::RedisModuleFlushInfo>() };
+            flush_sweep::schedule(&Context::new(ctx), info.dbnum);
+            return;
+        }
         // SAFETY: ctx is this flush event's context.
         let event = unsafe { EventContext::new(ctx) };
         // A replica's data is flushed when a full sync from its master begins (or the

@@ -62,6 +62,19 @@ pub fn forget_slots(ranges: &[(u16, u16)]) -> usize {
     forgotten
 }
 
+/// The keys remembered as fenced in `db` (`-1`: in every database), copied out so that the
+/// caller can look them up without holding the lock (a lookup may expire a key, whose event
+/// comes back here).
+pub fn remembered(db: i32) -> Vec<(i32, Vec<u8>)> {
+    lock().as_ref().map_or_else(Vec::new, |fenced| {
+        fenced
+            .iter()
+            .filter(|(&key_db, _)| db == -1 || key_db == db)
+            .flat_map(|(&key_db, keys)| keys.iter().map(move |key| (key_db, key.clone())))
+            .collect()
+    })
+}
+
 /// How many keys are remembered as fenced since the start (`INFO idgen`).
 pub fn len() -> usize {
     lock()

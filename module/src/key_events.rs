@@ -4,10 +4,8 @@
 //! values; without this, a service with per-day or per-tenant counters grew the set by one
 //! name per key, for the life of the process.
 //!
-//! Not yet: a flush (`FLUSHALL`, `FLUSHDB`). Its server event fires for `DEBUG RELOAD` and a
-//! replica's full sync too, after which the same keys come back and must not be fenced again
-//! (a reload is not a start), so forgetting there needs a check that the keys are really
-//! gone; until then a flushed database's names stay until the next start.
+//! A flush (`FLUSHALL`, `FLUSHDB`) fires no key events; `flush_sweep` checks after it which
+//! of the remembered keys are really gone.
 
 use std::ffi::{c_char, c_int, CStr};
 

@@ -19,6 +19,7 @@ mod counters;
 mod decimal;
 mod events;
 mod fence;
+mod flush_sweep;
 mod guard;
 mod info;
 mod key;

@@ -1,7 +1,7 @@
-//! What the module keeps for a key does not outlive the key: deleted, renamed or
-//! moved counters leave nothing behind (`INFO idgen` `segment_fenced_keys`, and the server's
-//! `used_memory`, measured with 10^6 keys deleted). A flush does not free it yet (see
-//! module/src/key_events.rs).
+//! What the module keeps for a key does not outlive the key: deleted, renamed, moved or
+//! flushed counters leave nothing behind (`INFO idgen` `segment_fenced_keys`, and the
+//! server's `used_memory`, measured with 10^6 keys deleted), while a `DEBUG RELOAD`, after
+//! which the keys come back, keeps it.
 
 use std::time::{Duration, Instant};
 
@@ -70,6 +70,50 @@ fn every_way_a_key_goes_takes_its_fence_state_with_it() {
     let again: i64 = cmd("SEGMENT.NEXT").arg("day:0").query(&mut conn).unwrap();
     assert_eq!(again, 1_000_000_001);
     assert_eq!(fenced(&mut conn), 996);
+}
+
+/// Polls `segment_fenced_keys` until it is `expected` (the flush check runs on a timer).
+fn wait_for_fenced(conn: &mut redis::Connection, expected: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fenced(conn) != expected {
+        assert!(
+            Instant::now() < deadline,
+            "segment_fenced_keys stayed {} (expected {expected})",
+            fenced(conn)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_flush_forgets_the_keys_it_removed_and_a_reload_forgets_none() {
+    let server = Server::start(&[]);
+    let mut conn = server.conn();
+    use_counters(&mut conn, "day", 1000);
+    let _: () = cmd("SELECT").arg(1).query(&mut conn).unwrap();
+    use_counters(&mut conn, "other", 10);
+    let _: () = cmd("SELECT").arg(0).query(&mut conn).unwrap();
+    assert_eq!(fenced(&mut conn), 1010);
+
+    // DEBUG RELOAD flushes and loads the same keys again: nothing is forgotten, so a key
+    // continues without a second fence.
+    let _: () = cmd("DEBUG").arg("RELOAD").query(&mut conn).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(fenced(&mut conn), 1010);
+    let next: i64 = cmd("SEGMENT.NEXT").arg("day:7").query(&mut conn).unwrap();
+    assert_eq!(next, 1_000_000_002, "not fenced again after a reload");
+
+    // FLUSHDB of database 1 forgets its keys only; FLUSHALL forgets the rest.
+    let _: () = cmd("SELECT").arg(1).query(&mut conn).unwrap();
+    let _: () = cmd("FLUSHDB").query(&mut conn).unwrap();
+    let _: () = cmd("SELECT").arg(0).query(&mut conn).unwrap();
+    wait_for_fenced(&mut conn, 1000);
+    let _: () = cmd("FLUSHALL").query(&mut conn).unwrap();
+    wait_for_fenced(&mut conn, 0);
+    // A key made again after the flush is fenced again: values skip, never repeat.
+    let again: i64 = cmd("SEGMENT.NEXT").arg("day:7").query(&mut conn).unwrap();
+    assert_eq!(again, 1_000_000_001);
+    assert_eq!(fenced(&mut conn), 1);
 }
 
 #[test]
