@@ -85,7 +85,7 @@ impl SnowflakeSequence {
     /// the path almost every call takes: the key is `me`'s, its last ID is known, and the
     /// new ID stays under its bound in the same wall millisecond as the previous call, so
     /// nothing is written. `None` when that does not hold, with nothing changed: then
-    /// [`SnowflakeSequence::issue_for_key_with`] decides, and for the calls this answers it
+    /// [`SnowflakeSequence::issue_for_key`] decides, and for the calls this answers it
     /// gives the same ID and the same state (property-tested).
     pub fn issue_one_owned(
         &mut self,
@@ -106,21 +106,7 @@ impl SnowflakeSequence {
     /// [`SnowflakeSequence::issue`] does.
     pub fn issue_for_key(
         &mut self,
-        now: impl Into<Now>,
-        count: u64,
-        shard: u64,
-        state: KeyState,
-        me: u64,
-        lease_ms: u64,
-    ) -> Result<KeyIssue, IdError> {
-        self.issue_for_key_with(&now.into(), count, shard, state, me, lease_ms)
-    }
-
-    /// [`SnowflakeSequence::issue_for_key`] with the clocks read as needed (see
-    /// [`Clocks`]).
-    pub fn issue_for_key_with(
-        &mut self,
-        clocks: &impl Clocks,
+        clocks: impl Clocks,
         count: u64,
         shard: u64,
         state: KeyState,
@@ -159,11 +145,11 @@ impl SnowflakeSequence {
                 // On a copy, so that a refused call changes nothing.
                 let mut taken_over = self.clone();
                 taken_over.raise_floor(layout.time_of(record.bound), clocks.monotonic_ms());
-                let batch = taken_over.issue_with(clocks, request)?;
+                let batch = taken_over.issue(&clocks, request)?;
                 *self = taken_over;
                 batch
             }
-            None => self.issue_with(clocks, request)?,
+            None => self.issue(&clocks, request)?,
         };
         let owned = state.last_issued.filter(|_| mine);
         let within = |record: KeyRecord| batch.last_id() <= record.bound;

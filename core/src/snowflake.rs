@@ -77,6 +77,28 @@ impl Clocks for Now {
     }
 }
 
+/// A wall clock reading whose monotonic clock is the wall clock, as [`Now::from`] a `u64`
+/// (for tests and callers whose wall clock only moves forward).
+impl Clocks for u64 {
+    fn wall_unix_ms(&self) -> u64 {
+        *self
+    }
+
+    fn monotonic_ms(&self) -> u64 {
+        *self
+    }
+}
+
+impl<C: Clocks> Clocks for &C {
+    fn wall_unix_ms(&self) -> u64 {
+        (*self).wall_unix_ms()
+    }
+
+    fn monotonic_ms(&self) -> u64 {
+        (*self).monotonic_ms()
+    }
+}
+
 /// The allowance of the logical clock at some moment: up to which millisecond it could
 /// issue then. It grows by one millisecond per monotonic millisecond from there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -328,13 +350,9 @@ impl SnowflakeSequence {
         self.config.layout.ms_of_units(units)
     }
 
-    /// Hands out `request.count` IDs at `now`, or refuses and changes nothing.
-    pub fn issue(&mut self, now: impl Into<Now>, request: Request) -> Result<Batch, IdError> {
-        self.issue_with(&now.into(), request)
-    }
-
-    /// [`SnowflakeSequence::issue`] with the clocks read as needed.
-    pub fn issue_with(&mut self, clocks: &impl Clocks, request: Request) -> Result<Batch, IdError> {
+    /// Hands out `request.count` IDs at the time `clocks` tell (the monotonic clock is read
+    /// only when needed), or refuses and changes nothing.
+    pub fn issue(&mut self, clocks: impl Clocks, request: Request) -> Result<Batch, IdError> {
         let wall_unix_ms = clocks.wall_unix_ms();
         let layout = &self.config.layout;
         if request.count == 0 || request.count > MAX_SNOWFLAKE_COUNT {
@@ -428,7 +446,7 @@ impl SnowflakeSequence {
     /// One ID above `above` and at most `bound`, at `wall_unix_ms`, when the call is the
     /// common one: in the same wall millisecond as the previous call, not borrowing a
     /// millisecond ahead, inside the drift bound. `None` otherwise, with nothing changed:
-    /// the caller then takes [`SnowflakeSequence::issue_with`], whose result for such a
+    /// the caller then takes [`SnowflakeSequence::issue`], whose result for such a
     /// call this equals (property-tested), without its bookkeeping (no batch, no clock
     /// other than the wall, no pace to record).
     pub(crate) fn issue_one_within(

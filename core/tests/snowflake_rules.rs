@@ -387,7 +387,7 @@ fn the_monotonic_clock_is_read_once_per_wall_millisecond_and_past_the_drift_boun
     };
     let clocks = at(T0, 5_000);
     for _ in 0..1_000 {
-        seq.issue_with(&clocks, one(0, None)).unwrap();
+        seq.issue(&clocks, one(0, None)).unwrap();
     }
     assert_eq!(
         clocks.monotonic_reads.get(),
@@ -395,8 +395,8 @@ fn the_monotonic_clock_is_read_once_per_wall_millisecond_and_past_the_drift_boun
         "one read in the millisecond"
     );
     let clocks = at(T0 + 1, 5_001);
-    seq.issue_with(&clocks, one(0, None)).unwrap();
-    seq.issue_with(&clocks, one(0, None)).unwrap();
+    seq.issue(&clocks, one(0, None)).unwrap();
+    seq.issue(&clocks, one(0, None)).unwrap();
     assert_eq!(
         clocks.monotonic_reads.get(),
         1,
@@ -415,7 +415,7 @@ fn the_monotonic_clock_is_read_once_per_wall_millisecond_and_past_the_drift_boun
     };
     let mut last_id = 0;
     let refusal = loop {
-        match seq.issue_with(&clocks, batch) {
+        match seq.issue(&clocks, batch) {
             Ok(issued) => last_id = issued.last_id(),
             Err(refusal) => break refusal,
         }

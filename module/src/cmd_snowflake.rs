@@ -65,7 +65,7 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
         }
     }
     let (issue, pacing) = state::with_sequence(|sequence| {
-        let issue = sequence.issue_for_key_with(
+        let issue = sequence.issue_for_key(
             &clocks,
             count.unwrap_or(1),
             shard,

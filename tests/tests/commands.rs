@@ -50,10 +50,25 @@ fn snowflake_next_replies_an_integer_or_an_array_of_increasing_ids() {
 #[test]
 fn after_a_start_ids_begin_above_the_restart_fence() {
     let started = now_ms();
-    let server = Server::start(&["max-drift-ms", "3000"]);
+    // 4 IDs per millisecond, so that the batch below needs 25 s of sequence: refused
+    // whenever it comes within 25 s of the start, however slow the machine (with 4,096 per
+    // millisecond it needed 25 ms, and a loaded machine sent it later than that).
+    let server = Server::start(&[
+        "max-drift-ms",
+        "3000",
+        "shard-bits",
+        "20",
+        "sequence-bits",
+        "2",
+    ]);
+    let layout = Layout {
+        shard_bits: 20,
+        sequence_bits: 2,
+        ..Layout::default()
+    };
     let mut conn = server.conn();
     let id: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
-    let issued_at = Layout::default().decode(id, 1).unwrap().unix_ms;
+    let issued_at = layout.decode(id, 1).unwrap().unix_ms;
     // Anything issued before a crash was at most max-drift-ms ahead: start above that.
     assert!(
         issued_at >= started + 2999 && issued_at <= now_ms() + 3000,
