@@ -8,6 +8,7 @@ use std::ffi::{c_char, c_int, c_longlong, CStr, CString};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
+use idgen_core::IdFormat;
 use redis_module::{raw, Context, ContextFlags};
 
 use crate::decimal::DecimalBuffer;
@@ -140,6 +141,15 @@ impl Call {
     pub fn is_in_transaction_or_script(&self) -> bool {
         self.flags()
             .intersects(ContextFlags::MULTI | ContextFlags::LUA)
+    }
+
+    /// Replies with a snowflake ID as [`Call::reply_id`] does, or as a string in `format`
+    /// (`FORMAT decimal|base32|base62`).
+    pub fn reply_id_in(&self, id: u64, format: Option<IdFormat>) {
+        match format {
+            None => self.reply_id(id),
+            Some(format) => self.reply_bulk(&format.encode(id)),
+        }
     }
 
     /// Whether this instance is a replica.

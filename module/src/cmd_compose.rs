@@ -3,8 +3,6 @@
 //! this instance's layout, for time-range queries and backfills. Neither reads or writes
 //! any key, nor touches the instance's sequence.
 
-use idgen_core::IdFormat;
-
 use crate::args::{id_format, parse_options, FORMAT};
 use crate::call::Call;
 use crate::key::Keyspace;
@@ -27,14 +25,6 @@ fn non_negative(call: &Call, index: usize, what: &str) -> Result<u64, Refusal> {
         })
 }
 
-/// Replies with `id` as an integer, or as a string in `format`.
-fn reply(call: &Call, id: u64, format: Option<IdFormat>) {
-    match format {
-        None => call.reply_id(id),
-        Some(format) => call.reply_bulk(&format.encode(id)),
-    }
-}
-
 /// `SNOWFLAKE.RANGE from-unix-ms to-unix-ms [FORMAT …]`: the lowest and the highest ID whose
 /// time lies in the window (both ends included), for `WHERE id BETWEEN lowest AND highest`.
 pub fn range(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
@@ -43,8 +33,8 @@ pub fn range(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let [format] = parse_options(call, "SNOWFLAKE.RANGE", 3, [&FORMAT])?;
     let (lowest, highest) = state::config().layout.window(from, to)?;
     call.reply_array(2);
-    reply(call, lowest, format.map(id_format));
-    reply(call, highest, format.map(id_format));
+    call.reply_id_in(lowest, format.map(id_format));
+    call.reply_id_in(highest, format.map(id_format));
     Ok(())
 }
 
@@ -57,6 +47,6 @@ pub fn compose(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let id = state::config()
         .layout
         .compose_fields(unix_ms, shard, sequence)?;
-    reply(call, id, format.map(id_format));
+    call.reply_id_in(id, format.map(id_format));
     Ok(())
 }

@@ -42,10 +42,7 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let clocks = clock::CallClocks::read(call.is_in_transaction_or_script());
     let wall_unix_ms = clocks.wall_unix_ms();
     let shard = shard.unwrap_or(config.default_shard);
-    let reply = |id: u64| match format {
-        None => call.reply_id(id),
-        Some(format) => call.reply_bulk(&format.encode(id)),
-    };
+    let reply = |id: u64| call.reply_id_in(id, format);
     // Almost every call: one ID for a key this instance owns, under its bound, in the same
     // millisecond as the call before. The general rule below gives the same answer for it
     // (idgen-core property-tests that); this path skips its bookkeeping.
