@@ -20,6 +20,7 @@ mod id_text;
 mod integer;
 mod layout;
 mod lease;
+mod reservation;
 mod segment;
 mod snowflake;
 pub mod utc;
@@ -30,6 +31,10 @@ pub use id_text::{IdFormat, IdTextError};
 pub use integer::parse_redis_integer;
 pub use layout::{DecodedId, Layout, DEFAULT_EPOCH_UNIX_MS};
 pub use lease::{KeyIssue, KeyRecord, KeyState};
+pub use reservation::{
+    serve, Reservation, ReservationPolicy, SegmentRequest, Served, GROW_WITHIN_MS, MAX_AHEAD,
+    SHRINK_AFTER_MS,
+};
 pub use segment::{continue_above, next_range, SegmentRange, MAX_SEGMENT_COUNT};
 pub use snowflake::{
     Batch, BatchIds, Clocks, Now, Position, Request, SnowflakeSequence, MAX_SNOWFLAKE_COUNT,

@@ -1,14 +1,18 @@
 //! Property test of the segment rules across failover: two instances of one deployment
 //! (distinct offsets) of a counter key, with replication that can break, promotions while
 //! the old master still serves (split brain), failbacks (a full sync that replaces an
-//! instance's data), and restarts that lose what was not yet persisted. The rules under
-//! test are the module's: continue above the key and above a remembered value
-//! (`continue_above`); before a full sync erases an instance's data, remember its value if
-//! the instance owns it (`Identity::owns`); after a start, skip the fence once.
+//! instance's data), restarts that lose what was not yet persisted, and operators seeding the
+//! key higher. The rules under test are the module's (`serve`): hand values out from the
+//! key's reservation while the key holds its top; otherwise continue above the key and above
+//! a remembered value, and write a new top ahead; a role change voids the reservation, a
+//! restart loses it; before a full sync erases an instance's data, remember its value if the
+//! instance owns it (`Identity::owns`); after a start, skip the fence once.
 
 use std::collections::HashSet;
 
-use idgen_core::{continue_above, next_range, Identity};
+use idgen_core::{
+    continue_above, serve, Identity, Reservation, ReservationPolicy, SegmentRequest, Served,
+};
 use proptest::prelude::*;
 
 const STEP: u64 = 4;
@@ -31,6 +35,12 @@ enum Event {
     /// when the crash loses less than the fence of the key's position (see `Instance::loss`):
     /// the sizing rule docs/guarantees.md gives for the fence.
     Restart(usize),
+    /// An operator raises the key on instance `0` by `1` with a `SET`, while replication
+    /// works (an operator's write that a failover loses can take with it the record of values
+    /// handed out before it: docs/guarantees.md).
+    Seed(usize, i64),
+    /// Time passes: 20 s, long enough for the next reservation to shrink.
+    Wait,
 }
 
 fn events() -> impl Strategy<Value = Vec<Event>> {
@@ -42,7 +52,9 @@ fn events() -> impl Strategy<Value = Vec<Event>> {
             2 => who.clone().prop_map(Event::Promote),
             2 => who.clone().prop_map(Event::Follow),
             2 => who.clone().prop_map(Event::Persist),
-            1 => who.prop_map(Event::Restart),
+            1 => who.clone().prop_map(Event::Restart),
+            1 => (who, 1i64..1000).prop_map(|(i, by)| Event::Seed(i, by)),
+            1 => Just(Event::Wait),
         ],
         1..80,
     )
@@ -58,6 +70,8 @@ struct Instance {
     remembered: Option<i64>,
     /// Whether the key still has its fence to skip since the last start.
     fence_pending: bool,
+    /// The key's reservation, held in memory only.
+    reservation: Option<Reservation>,
 }
 
 impl Instance {
@@ -81,19 +95,40 @@ fn run(events: &[Event], with_marks: bool, fence: u64, any_restart: bool) -> Opt
     // Whether the replica (the non-master, when there is one master) receives writes.
     let mut linked = true;
     let mut issued = HashSet::new();
+    let mut now_ms = 0;
     for event in events {
+        now_ms += 7;
         match *event {
             Event::Issue(i, count) => {
                 if !nodes[i].master {
                     continue;
                 }
                 let node = &mut nodes[i];
-                let fence = if node.fence_pending { fence } else { 0 };
-                let base = continue_above(node.data, node.remembered);
-                let range = next_range(base, identities[i], count, fence).unwrap();
-                node.fence_pending = false;
-                node.remembered = None;
-                node.data = range.last;
+                let request = SegmentRequest {
+                    identity: identities[i],
+                    count,
+                    fence: if node.fence_pending { fence } else { 0 },
+                    remembered: node.remembered,
+                    now_ms,
+                    policy: ReservationPolicy::for_fence(fence),
+                };
+                let range = match serve(node.data, node.reservation.as_mut(), request).unwrap() {
+                    Served::FromMemory(range) => range,
+                    Served::Written { range, reservation } => {
+                        node.fence_pending = false;
+                        node.remembered = None;
+                        node.data = reservation.top();
+                        node.reservation = Some(reservation);
+                        range
+                    }
+                };
+                // The key holds at least every value handed out: whatever continues from it
+                // continues above them.
+                assert!(
+                    range.last <= node.data,
+                    "{range:?} above the key's {}",
+                    node.data
+                );
                 for value in range.values() {
                     if !issued.insert(value) {
                         return Some(value);
@@ -101,19 +136,34 @@ fn run(events: &[Event], with_marks: bool, fence: u64, any_restart: bool) -> Opt
                 }
                 let other = 1 - i;
                 if linked && !nodes[other].master {
-                    nodes[other].data = range.last;
+                    nodes[other].data = nodes[i].data;
                 }
             }
             Event::Unlink => linked = false,
-            Event::Promote(i) => nodes[i].master = true,
+            Event::Promote(i) => {
+                nodes[i].master = true;
+                if let Some(reservation) = &mut nodes[i].reservation {
+                    reservation.void();
+                }
+            }
             Event::Follow(i) => {
                 let source = nodes[1 - i].data;
                 let node = &mut nodes[i];
-                if with_marks && identities[i].owns(node.data) {
-                    node.remembered = Some(continue_above(node.data, node.remembered));
+                if with_marks {
+                    // Its own class's value in the data, and the last top it wrote (which an
+                    // operator's seed may have replaced in the data).
+                    if identities[i].owns(node.data) {
+                        node.remembered = Some(continue_above(node.data, node.remembered));
+                    }
+                    if let Some(reservation) = &node.reservation {
+                        node.remembered = Some(continue_above(reservation.top(), node.remembered));
+                    }
                 }
                 node.master = false;
                 node.data = source;
+                if let Some(reservation) = &mut node.reservation {
+                    reservation.void();
+                }
                 node.persisted = (node.data, node.remembered);
                 linked = true;
             }
@@ -128,8 +178,37 @@ fn run(events: &[Event], with_marks: bool, fence: u64, any_restart: bool) -> Opt
                 }
                 (node.data, node.remembered) = node.persisted;
                 node.fence_pending = true;
+                node.reservation = None;
                 node.master = true;
             }
+            Event::Seed(i, by) => {
+                if !nodes[i].master || !linked || nodes[1 - i].master {
+                    continue;
+                }
+                nodes[i].data += by;
+                let seeded = nodes[i].data;
+                let other = 1 - i;
+                if linked && !nodes[other].master {
+                    nodes[other].data = seeded;
+                }
+                // Whatever comes next on this instance is above the seed, as if the key had
+                // never been reserved.
+                if let Some(reservation) = &mut nodes[i].reservation.clone() {
+                    let request = SegmentRequest {
+                        identity: identities[i],
+                        count: 1,
+                        fence: 0,
+                        remembered: None,
+                        now_ms,
+                        policy: ReservationPolicy::for_fence(fence),
+                    };
+                    if let Ok(Served::FromMemory(range)) = serve(seeded, Some(reservation), request)
+                    {
+                        panic!("{range:?} served from memory after the key was seeded to {seeded}");
+                    }
+                }
+            }
+            Event::Wait => now_ms += 20_000,
         }
     }
     None
