@@ -7,6 +7,7 @@ mod client_side;
 mod driver;
 mod floor;
 mod instructions;
+mod key_memory;
 mod plot;
 mod report;
 mod seed;
@@ -94,6 +95,11 @@ async fn main() {
     let traffic = tokio::task::spawn_blocking(write_traffic::run)
         .await
         .unwrap();
+    eprintln!("memory per key ({} keys)…", key_memory::KEYS);
+    let keys = if quick { 100_000 } else { key_memory::KEYS };
+    let memory = tokio::task::spawn_blocking(move || key_memory::run(keys))
+        .await
+        .unwrap();
     let instructions = if count_instructions {
         eprintln!("instructions per request (callgrind)…");
         let requests = if quick { 2_000 } else { 20_000 };
@@ -114,15 +120,16 @@ async fn main() {
         },
         rounds,
     };
-    let text = report::render(
-        &context,
-        &server,
-        &floors,
-        &instructions,
-        &traffic,
-        &client,
-        &seed,
-    );
+    let results = report::Results {
+        server,
+        floors,
+        instructions,
+        traffic,
+        memory,
+        client,
+        seed,
+    };
+    let text = report::render(&context, &results);
     let (report_path, plot_path) = if quick {
         (
             std::env::temp_dir().join("BENCHMARKS.quick.md"),
@@ -135,7 +142,7 @@ async fn main() {
         )
     };
     std::fs::write(&report_path, text).expect("write the report");
-    plot::draw(&server, &plot_path).expect("draw the plot");
+    plot::draw(&results.server, &plot_path).expect("draw the plot");
     eprintln!(
         "wrote {} and {}",
         report_path.display(),

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use crate::client_side::{Results as ClientResults, SideBySide};
 use crate::floor::{ServerFloor, COMMANDS as FLOOR_COMMANDS, FLOOR, INCR as FLOOR_INCR};
 use crate::instructions::InstructionCount;
+use crate::key_memory::KeyMemory;
 use crate::seed::{Row, Timing, COUNTS};
 use crate::server_side::{Approach, Measurement, CLIENTS, PIPELINES};
 use crate::stats::grouped;
@@ -67,15 +68,27 @@ impl RatioTarget<'_> {
     }
 }
 
-pub fn render(
-    context: &Context,
-    server: &[Measurement],
-    floors: &[ServerFloor],
-    instructions: &[InstructionCount],
-    traffic: &[Traffic],
-    client: &ClientResults,
-    seed: &[Row],
-) -> String {
+/// Everything one run measured.
+pub struct Results {
+    pub server: Vec<Measurement>,
+    pub floors: Vec<ServerFloor>,
+    pub instructions: Vec<InstructionCount>,
+    pub traffic: Vec<Traffic>,
+    pub memory: KeyMemory,
+    pub client: ClientResults,
+    pub seed: Vec<Row>,
+}
+
+pub fn render(context: &Context, results: &Results) -> String {
+    let Results {
+        server,
+        floors,
+        instructions,
+        traffic,
+        memory,
+        client,
+        seed,
+    } = results;
     let mut out = String::new();
     let w = &mut out;
     let _ = writeln!(w, "# Benchmarks\n");
@@ -165,19 +178,39 @@ pub fn render(
         batch_refusals,
         verdict(batch_best.ids_per_second >= 4_096_000.0 && batch_refusals == 0)
     );
-    if let (Some(incr), Some(snowflake)) = (
-        traffic.iter().find(|t| t.command == "INCR"),
-        traffic.iter().find(|t| t.command == "SNOWFLAKE.NEXT"),
-    ) {
-        let _ = writeln!(
-            w,
-            "| AOF growth of {} single `SNOWFLAKE.NEXT` calls ≤ 1/100 of `INCR`'s | {} B vs {} B | {} |",
-            grouped(TRAFFIC_CALLS as f64),
-            grouped(snowflake.aof_bytes as f64),
-            grouped(incr.aof_bytes as f64),
-            verdict(snowflake.aof_bytes * 100 <= incr.aof_bytes)
-        );
+    if let Some(incr) = traffic.iter().find(|t| t.command == "INCR") {
+        for ours in traffic.iter().filter(|t| t.command != "INCR") {
+            let _ = writeln!(
+                w,
+                "| AOF and replication bytes of {} single `{}` calls ≤ 1/100 of `INCR`'s | AOF {} B vs {} B, replication {} B vs {} B | {} |",
+                grouped(TRAFFIC_CALLS as f64),
+                ours.command,
+                grouped(ours.aof_bytes as f64),
+                grouped(incr.aof_bytes as f64),
+                grouped(ours.replication_bytes as f64),
+                grouped(incr.replication_bytes as f64),
+                verdict(
+                    ours.aof_bytes * 100 <= incr.aof_bytes
+                        && ours.replication_bytes * 100 <= incr.replication_bytes
+                )
+            );
+        }
     }
+    let _ = writeln!(
+        w,
+        "| a segment key ≤ 1.2× the memory of an `INCR` key (`used_memory`, one call on each of {} keys) | {:.0} B vs {:.0} B: {:.2}× | {} |",
+        grouped(f64::from(memory.keys)),
+        memory.segment_key,
+        memory.incr_key,
+        memory.segment_key / memory.incr_key,
+        verdict(memory.segment_key <= 1.2 * memory.incr_key)
+    );
+    let _ = writeln!(
+        w,
+        "| segment keys gone (`UNLINK`) leave ≤ 8 bytes each | {:.2} B a key | {} |",
+        memory.segment_left_behind,
+        verdict(memory.segment_left_behind <= 8.0)
+    );
     for row in &client.local {
         let ratio = row.ratio();
         let _ = writeln!(

@@ -19,7 +19,7 @@ pub const GROW_WITHIN_MS: u64 = 1_000;
 pub const SHRINK_AFTER_MS: u64 = 10_000;
 
 /// The most values reserved ahead of a call, whatever the fence.
-pub const MAX_AHEAD: u64 = 65_536;
+pub const MAX_AHEAD: u64 = 32_768;
 
 /// How far ahead of use a segment key's value may be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,22 +42,23 @@ impl ReservationPolicy {
 }
 
 /// One key's reservation: the top written into the key and the values below it not yet
-/// handed out. 24 bytes: the module keeps one per segment key.
+/// handed out. 16 bytes: the module keeps one per segment key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reservation {
     /// The value written into the key; every value handed out is at most this.
     top: i64,
-    /// When `top` was written, in milliseconds of a monotonic clock.
-    written_at_ms: u64,
+    /// When `top` was written: the low 32 bits of a monotonic clock's milliseconds (compared
+    /// with wrapping arithmetic; a key idle for 49 days may once grow too soon).
+    written_at_ms: u32,
     /// Values below `top` (in the instance's class, ending at `top`) not yet handed out;
     /// [`VOID`] once something else may have changed the key (see [`Reservation::void`]).
-    left: u32,
-    /// Values reserved past the range of the call that wrote `top`.
-    ahead: u32,
+    left: u16,
+    /// Values reserved past the range of the call that wrote `top`, at most [`MAX_AHEAD`].
+    ahead: u16,
 }
 
-/// `left` of a voided reservation.
-const VOID: u32 = u32::MAX;
+/// `left` of a voided reservation (above [`MAX_AHEAD`]).
+const VOID: u16 = u16::MAX;
 
 impl Reservation {
     /// The reservation made by a call that took `range` and could not be served from
@@ -73,7 +74,7 @@ impl Reservation {
         let wanted = match previous {
             None => 0,
             Some(previous) => {
-                let lasted = now_ms.saturating_sub(previous.written_at_ms);
+                let lasted = u64::from((now_ms as u32).wrapping_sub(previous.written_at_ms));
                 if lasted < GROW_WITHIN_MS {
                     (u64::from(previous.ahead) * 2).max(range.count)
                 } else if lasted > SHRINK_AFTER_MS {
@@ -88,10 +89,10 @@ impl Reservation {
         let ahead = wanted.min(policy.max_ahead).min(room).min(MAX_AHEAD);
         Reservation {
             top: range.last + (ahead * range.step) as i64,
-            written_at_ms: now_ms,
+            written_at_ms: now_ms as u32,
             // At most MAX_AHEAD, so both fit and `left` is never VOID.
-            left: ahead as u32,
-            ahead: ahead as u32,
+            left: ahead as u16,
+            ahead: ahead as u16,
         }
     }
 
@@ -117,7 +118,7 @@ impl Reservation {
             return None;
         }
         let first = self.top - ((left - 1) * step) as i64;
-        self.left -= count as u32;
+        self.left -= count as u16;
         Some(SegmentRange {
             first,
             last: first + ((count - 1) * step) as i64,
@@ -216,8 +217,9 @@ mod tests {
     const POLICY: ReservationPolicy = ReservationPolicy { max_ahead: 1_000 };
 
     #[test]
-    fn a_reservation_takes_24_bytes() {
-        assert_eq!(std::mem::size_of::<Reservation>(), 24);
+    fn a_reservation_takes_16_bytes() {
+        assert_eq!(std::mem::size_of::<Reservation>(), 16);
+        const { assert!(MAX_AHEAD < VOID as u64) };
     }
 
     #[test]

@@ -1,29 +1,106 @@
 //! `SEGMENT.NEXT key [COUNT n] [FORMAT decimal]`.
 
-use idgen_core::{continue_above, next_range, parse_redis_integer};
+use idgen_core::{
+    parse_redis_integer, serve, ReservationPolicy, SegmentRange, SegmentRequest, Served,
+};
 use redis_module::raw;
 
 use crate::args::{parse_options, COUNT, DECIMAL_FORMAT};
 use crate::call::Call;
 use crate::cmd_snowflake::refuse_on_replica;
-use crate::key::{KeyKind, Keyspace, Write};
+use crate::key::{Key, KeyKind, Keyspace, Mode, Read, Write};
 use crate::refusal::{wrong_type, Refusal};
-use crate::{counters, fence, segment_marks, state};
+use crate::{clock, counters, segment_keys, segment_marks, state};
 
 /// Hands out the COUNT smallest values above the key's integer that belong to this
-/// instance's residue class, and stores the largest as the key's new value.
+/// instance's residue class.
 ///
-/// Two things can put the start higher: the segment fence, on a key's first use after a
-/// start (`fence`), and a value this instance handed out for the key before a full sync
-/// replaced its data (`segment_marks`).
+/// Most calls are served from the key's reservation in memory and write nothing: the key
+/// already holds a value at or above them (`segment_keys`). Otherwise the call takes its
+/// range above the key's value — skipping the segment fence on the key's first use after a
+/// start, and above a value this instance handed out before a full sync replaced its data
+/// (`segment_marks`) — and writes a new reservation's top into the key (replicated as
+/// `SET`) before it answers.
 pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key_name = call.arg(1);
-    let [count, decimal] = parse_options(call, "SEGMENT.NEXT", 2, [&COUNT, &DECIMAL_FORMAT])?;
+    let [asked, decimal] = parse_options(call, "SEGMENT.NEXT", 2, [&COUNT, &DECIMAL_FORMAT])?;
     refuse_on_replica(call)?;
     let config = state::config();
-    let mut key = keys.open::<Write>(key_name);
-    let current = match key.kind() {
-        KeyKind::Empty => 0,
+    let count = asked.unwrap_or(1);
+    let held = counter_value(&keys.open::<Read>(key_name))?;
+    let (db, key_bytes) = (call.selected_db(), call.arg_bytes(1));
+    let range = match segment_keys::take(db, key_bytes, held, count, config.identity.step) {
+        Some(range) => range,
+        None => write_ahead(call, keys, held, count)?,
+    };
+    counters::SEGMENT_CALLS.add(1);
+    counters::SEGMENT_IDS.add(range.count);
+    // FORMAT decimal: the same numbers as strings, which JavaScript clients keep whole.
+    let reply = |value: i64| match decimal {
+        None => call.reply_integer(value),
+        Some(_) => call.reply_bulk(&value.to_string()),
+    };
+    if asked.is_none() {
+        reply(range.first);
+    } else {
+        call.reply_array(3);
+        reply(range.first);
+        reply(range.last);
+        reply(range.step as i64);
+    }
+    Ok(())
+}
+
+/// A call the key's reservation cannot serve: takes the range and writes the new
+/// reservation's top into the key, replicated and notified, before the values are answered.
+fn write_ahead(
+    call: &Call,
+    keys: &mut Keyspace<'_>,
+    held: i64,
+    count: u64,
+) -> Result<SegmentRange, Refusal> {
+    let config = state::config();
+    let (db, key_bytes) = (call.selected_db(), call.arg_bytes(1));
+    let mut previous = segment_keys::get(db, key_bytes);
+    let fence = if previous.is_none() {
+        config.segment_fence
+    } else {
+        0
+    };
+    let remembered = segment_marks::get(db, key_bytes);
+    let request = SegmentRequest {
+        identity: config.identity,
+        count,
+        fence,
+        remembered,
+        now_ms: clock::monotonic_ms(),
+        policy: ReservationPolicy::for_fence(config.segment_fence),
+    };
+    let (range, reservation) = match serve(held, previous.as_mut(), request)? {
+        Served::Written { range, reservation } => (range, reservation),
+        // `take` just found nothing to serve from memory; kept whole should it ever differ.
+        Served::FromMemory(range) => return Ok(range),
+    };
+    let key_name = call.arg(1);
+    keys.open::<Write>(key_name)
+        .set_integer(reservation.top())?;
+    segment_keys::store(db, key_bytes, reservation);
+    if fence > 0 {
+        counters::FENCES_APPLIED.add(1);
+    }
+    if remembered.is_some() {
+        segment_marks::forget(db, key_bytes);
+    }
+    call.replicate_key_value(c"SET", key_name, reservation.top());
+    call.notify(raw::NotifyEvent::STRING, c"segment.next", key_name);
+    counters::SEGMENT_WRITES.add(1);
+    Ok(range)
+}
+
+/// The integer a segment key holds (0 when missing); refuses any other value.
+fn counter_value<M: Mode>(key: &Key<'_, M>) -> Result<i64, Refusal> {
+    match key.kind() {
+        KeyKind::Empty => Ok(0),
         KeyKind::String => {
             let text = key.string_value();
             parse_redis_integer(text).ok_or_else(|| {
@@ -35,45 +112,8 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
                         String::from_utf8_lossy(&text[..text.len().min(40)])
                     ),
                 )
-            })?
+            })
         }
-        _ => return Err(wrong_type()),
-    };
-    let (db, key_bytes) = (call.selected_db(), call.arg_bytes(1));
-    let fenced = config.segment_fence > 0 && fence::is_pending(db, key_bytes);
-    let fence = if fenced { config.segment_fence } else { 0 };
-    let remembered = segment_marks::get(db, key_bytes);
-    let range = next_range(
-        continue_above(current, remembered),
-        config.identity,
-        count.unwrap_or(1),
-        fence,
-    )?;
-    key.set_integer(range.last)?;
-    drop(key);
-    if fenced {
-        fence::mark_applied(db, key_bytes);
+        _ => Err(wrong_type()),
     }
-    if remembered.is_some() {
-        segment_marks::forget(db, key_bytes);
-    }
-
-    call.replicate_key_value(c"SET", key_name, range.last);
-    call.notify(raw::NotifyEvent::STRING, c"segment.next", key_name);
-    counters::SEGMENT_CALLS.add(1);
-    counters::SEGMENT_IDS.add(range.count);
-    // FORMAT decimal: the same numbers as strings, which JavaScript clients keep whole.
-    let reply = |value: i64| match decimal {
-        None => call.reply_integer(value),
-        Some(_) => call.reply_bulk(&value.to_string()),
-    };
-    if count.is_none() {
-        reply(range.first);
-    } else {
-        call.reply_array(3);
-        reply(range.first);
-        reply(range.last);
-        reply(range.step as i64);
-    }
-    Ok(())
 }

@@ -38,6 +38,9 @@ pub static SNOWFLAKE_IDS: Counter = Counter::new();
 pub static SNOWFLAKE_BOUND_WRITES: Counter = Counter::new();
 /// Successful SEGMENT.NEXT calls.
 pub static SEGMENT_CALLS: Counter = Counter::new();
+/// SEGMENT.NEXT calls that wrote (and replicated) a new reservation into the key, rather
+/// than handing values out from the key's reservation in memory.
+pub static SEGMENT_WRITES: Counter = Counter::new();
 /// Segment values handed out.
 pub static SEGMENT_IDS: Counter = Counter::new();
 /// Milliseconds the snowflake clock entered ahead of the wall clock.

@@ -1,6 +1,8 @@
 //! Server events the module follows: a flush about to erase a replica's data (remember this
-//! instance's segment values first), the end of any flush (check which fenced keys it removed,
-//! `flush_sweep`), and promotion of this instance to master.
+//! instance's segment values first), any flush (void the segment reservations of its
+//! databases; at its end, check which held keys it removed, `flush_sweep`), `SWAPDB` (the
+//! records follow the data), and role changes (void every reservation; on promotion, a new
+//! incarnation).
 
 use std::ffi::{c_int, c_void};
 
@@ -8,7 +10,7 @@ use idgen_core::parse_redis_integer;
 use redis_module::{raw, Context};
 
 use crate::string_scan::EventContext;
-use crate::{counters, flush_sweep, guard, segment_marks, state};
+use crate::{counters, flush_sweep, guard, segment_keys, segment_marks, state};
 
 /// The role-changed subevent meaning "this instance is now a master".
 const NOW_MASTER: u64 = 0;
@@ -24,7 +26,11 @@ unsafe extern "C" fn on_role_changed(
     subevent: u64,
     _data: *mut c_void,
 ) {
-    guard::or_log("handling a promotion", (), || {
+    guard::or_log("handling a role change", (), || {
+        // Either way the data may change under the reservations (a sync as a replica, other
+        // masters' writes before a promotion): the next call of each key continues above
+        // what the key holds.
+        segment_keys::void_all(-1);
         if subevent != NOW_MASTER {
             return;
         }
@@ -51,13 +57,13 @@ unsafe extern "C" fn on_flush(
     data: *mut c_void,
 ) {
     guard::or_log("handling a flush", (), || {
+        // SAFETY: for the flush event Redis passes a RedisModuleFlushInfo, alive for the call.
+        let info = unsafe { &*data.cast::<raw::RedisModuleFlushInfo>() };
         if subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_END {
-            // SAFETY: for the flush event Redis passes a RedisModuleFlushInfo, alive for
-            // the call.
-            let info = unsafe { &*data.cast::<raw::RedisModuleFlushInfo>() };
             flush_sweep::schedule(&Context::new(ctx), info.dbnum);
             return;
         }
+        segment_keys::void_all(info.dbnum);
         // SAFETY: ctx is this flush event's context.
         let event = unsafe { EventContext::new(ctx) };
         // A replica's data is flushed when a full sync from its master begins (or the
@@ -75,6 +81,11 @@ unsafe extern "C" fn on_flush(
 fn remember_own_values(ctx: *mut raw::RedisModuleCtx, event: &EventContext) {
     let identity = state::config().identity;
     let before = segment_marks::len();
+    // The last top this instance wrote into each key it used: what it may have handed out,
+    // even where an operator's SET has since replaced it in the data.
+    for (db, key, top) in segment_keys::held(-1) {
+        segment_marks::remember(db, key.as_slice(), top);
+    }
     let complete = event.for_each_string(MAX_INTEGER_LEN, |db, key, value| {
         if let Some(value) = parse_redis_integer(value).filter(|&v| identity.owns(v)) {
             segment_marks::remember(db, key, value);
@@ -96,6 +107,30 @@ fn remember_own_values(ctx: *mut raw::RedisModuleCtx, event: &EventContext) {
              promoted"
         ));
     }
+}
+
+/// What Redis passes with the `SWAPDB` event (`RedisModuleSwapDbInfoV1`).
+#[repr(C)]
+struct SwapDbInfo {
+    version: u64,
+    first: i32,
+    second: i32,
+}
+
+/// # Safety
+/// Called by Redis only, for the swapdb event, with its data.
+unsafe extern "C" fn on_swapdb(
+    _ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    _subevent: u64,
+    data: *mut c_void,
+) {
+    guard::or_log("handling SWAPDB", (), || {
+        // SAFETY: for the swapdb event Redis passes a RedisModuleSwapDbInfoV1, alive for the
+        // call, whose layout `SwapDbInfo` repeats.
+        let info = unsafe { &*data.cast::<SwapDbInfo>() };
+        segment_keys::swap_dbs(info.first, info.second);
+    });
 }
 
 /// Subscribes to one server event; fails with a message naming it.
@@ -120,7 +155,7 @@ fn subscribe_to(
     Ok(())
 }
 
-/// Subscribes to role changes and flushes.
+/// Subscribes to role changes, flushes and `SWAPDB`.
 pub fn subscribe(ctx: &Context) -> Result<(), String> {
     subscribe_to(
         ctx,
@@ -128,5 +163,6 @@ pub fn subscribe(ctx: &Context) -> Result<(), String> {
         "role-changed",
         on_role_changed,
     )?;
-    subscribe_to(ctx, raw::REDISMODULE_EVENT_FLUSHDB, "flushdb", on_flush)
+    subscribe_to(ctx, raw::REDISMODULE_EVENT_FLUSHDB, "flushdb", on_flush)?;
+    subscribe_to(ctx, raw::REDISMODULE_EVENT_SWAPDB, "swapdb", on_swapdb)
 }

@@ -1,4 +1,5 @@
-//! After a flush, forgets the fenced keys (`fence`) the flush really removed.
+//! After a flush, forgets the segment keys held since the start (`segment_keys`) that the
+//! flush really removed.
 //!
 //! The server's flush event fires for `FLUSHALL` and `FLUSHDB`, and also for `DEBUG RELOAD`
 //! and a replica's full sync, after which the keys come back — and a reload is not a start,
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use redis_module::{raw, Context, ContextFlags};
 
-use crate::{fence, guard};
+use crate::{guard, segment_keys};
 
 /// How soon after the flush the check runs, and how long it waits while data loads.
 const SWEEP_AFTER: Duration = Duration::from_millis(10);
@@ -32,14 +33,14 @@ fn sweep(ctx: &Context, db: i32) {
             ctx.create_timer(WHILE_LOADING, sweep, db);
             return;
         }
-        let keys = fence::remembered(db);
+        let keys = segment_keys::held(db);
         if keys.is_empty() {
             return;
         }
         // SAFETY: ctx is the timer's context, which has a client with a selected database.
         let selected = unsafe { raw::RedisModule_GetSelectedDb.unwrap()(ctx.ctx) };
         let mut forgotten = 0;
-        for (key_db, key) in keys {
+        for (key_db, key, _top) in keys {
             // SAFETY: as above; the database exists (a key was fenced in it).
             unsafe { raw::RedisModule_SelectDb.unwrap()(ctx.ctx, key_db as c_int) };
             let name = ctx.create_string(key.clone());
@@ -47,7 +48,7 @@ fn sweep(ctx: &Context, db: i32) {
             // removed by the lookup, and its `expired` event forgets it too.
             let gone = ctx.open_key(&name).key_type() == raw::KeyType::Empty;
             if gone {
-                fence::forget(key_db, &key);
+                segment_keys::forget(key_db, &key);
                 forgotten += 1;
             }
         }

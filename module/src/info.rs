@@ -6,7 +6,7 @@ use idgen_core::utc::{format_date, format_unix_ms};
 use redis_module::raw;
 
 use crate::{
-    clock, counters, fence, guard, pacing, segment_marks, slot_migration, state, warnings,
+    clock, counters, guard, pacing, segment_keys, segment_marks, slot_migration, state, warnings,
 };
 
 /// Redis calls this for `INFO`, `INFO idgen`, `INFO modules` and crash reports.
@@ -56,11 +56,12 @@ fn add_fields(ctx: *mut raw::RedisModuleInfoCtx) {
     );
     number("segment_calls", counters::SEGMENT_CALLS.get());
     number("segment_ids_issued", counters::SEGMENT_IDS.get());
+    number("segment_writes", counters::SEGMENT_WRITES.get());
     number("ms_borrowed", counters::BORROWED_MS.get());
     number("clock_step_backs", counters::CLOCK_STEP_BACKS.get());
     number("drift_refusals", counters::DRIFT_REFUSALS.get());
     number("fences_applied", counters::FENCES_APPLIED.get());
-    number("segment_fenced_keys", fence::len() as u64);
+    number("segment_keys_held", segment_keys::len() as u64);
     number("segment_marks_held", segment_marks::len() as u64);
     number("segment_marks_taken", counters::SEGMENT_MARKS_TAKEN.get());
     number(

@@ -1,8 +1,12 @@
-//! Keeps what the module holds per key no longer than the key: when a key is deleted,
-//! expires, is evicted, renamed or moved away, the module forgets that it fenced it since the
-//! start (`fence`). A key that comes back is fenced again on its next use, which only skips
-//! values; without this, a service with per-day or per-tenant counters grew the set by one
-//! name per key, for the life of the process.
+//! Keeps what the module holds per segment key (`segment_keys`) no longer than the key, and
+//! its reservation no longer than the key's value: when a key is deleted, expires, is
+//! evicted, renamed or moved away, the module forgets it (a key that comes back is fenced
+//! again on its next use, which only skips values; without this, a service with per-day or
+//! per-tenant counters grew the table by one entry per key, for the life of the process);
+//! when a key is restored, copied or renamed onto, moved into, or given a TTL, its reservation
+//! is voided, so its next call continues above what it then holds (and, as before, leaves no
+//! TTL). A plain write needs no event: the key then holds another value than the
+//! reservation's top, which the next call sees.
 //!
 //! A flush (`FLUSHALL`, `FLUSHDB`) fires no key events; `flush_sweep` checks after it which
 //! of the remembered keys are really gone.
@@ -11,10 +15,14 @@ use std::ffi::{c_char, c_int, CStr};
 
 use redis_module::{raw, Context};
 
-use crate::{fence, guard};
+use crate::{guard, segment_keys};
 
 /// Generic events after which the key of this name is gone from its database.
 const KEY_GONE: [&CStr; 4] = [c"del", c"rename_from", c"move_from", c"expired"];
+
+/// Generic events after which the key of this name holds a value this instance did not write
+/// (possibly the same number) or has a TTL.
+const KEY_REPLACED: [&CStr; 5] = [c"restore", c"copy_to", c"rename_to", c"move_to", c"expire"];
 
 /// # Safety
 /// Called by Redis only, for a keyspace event the module subscribed to, with the event's
@@ -28,7 +36,8 @@ unsafe extern "C" fn on_key_event(
     guard::or_log("forgetting a deleted key", (), || {
         // SAFETY: Redis passes the event's name as a NUL-terminated string, alive for the call.
         let event = unsafe { CStr::from_ptr(event) };
-        if !KEY_GONE.contains(&event) && event != c"evicted" {
+        let gone = KEY_GONE.contains(&event) || event == c"evicted";
+        if !gone && !KEY_REPLACED.contains(&event) {
             return;
         }
         let mut len = 0usize;
@@ -40,7 +49,11 @@ unsafe extern "C" fn on_key_event(
         };
         // SAFETY: ctx is the event's context.
         let db = unsafe { raw::RedisModule_GetSelectedDb.unwrap()(ctx) };
-        fence::forget(db, bytes);
+        if gone {
+            segment_keys::forget(db, bytes);
+        } else {
+            segment_keys::void(db, bytes);
+        }
     });
     raw::REDISMODULE_OK as c_int
 }

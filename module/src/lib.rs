@@ -18,7 +18,6 @@ mod compat;
 mod counters;
 mod decimal;
 mod events;
-mod fence;
 mod flush_sweep;
 mod guard;
 mod info;
@@ -28,6 +27,7 @@ mod key_slot;
 mod pacing;
 mod refusal;
 mod registry;
+mod segment_keys;
 mod segment_marks;
 mod settings;
 mod slot_migration;
@@ -64,7 +64,7 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     state::install(config, clock::now());
     // A start arms the segment fence: every key skips it on its first use as master.
-    fence::arm();
+    segment_keys::arm();
     registry::register_all(ctx)?;
     events::subscribe(ctx)?;
     key_events::subscribe(ctx)?;

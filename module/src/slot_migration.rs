@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis_module::{raw, Context};
 
-use crate::{counters, fence, guard};
+use crate::{counters, guard, segment_keys};
 
 /// `VALKEYMODULE_EVENT_ATOMIC_SLOT_MIGRATION` (Valkey 9).
 const EVENT: u64 = 19;
@@ -143,7 +143,7 @@ unsafe extern "C" fn on_migration(
             }
             EXPORT_COMPLETED => {
                 counters::SLOT_EXPORTS.add(1);
-                let forgotten = fence::forget_slots(&slots);
+                let forgotten = segment_keys::forget_slots(&slots);
                 context.log_notice(&format!(
                     "slot migration: forgot the fence of {forgotten} keys that moved away"
                 ));

@@ -113,6 +113,7 @@ fn a_million_segment_values_in_ranges_are_unique() {
     assert_eq!(values.len(), 1_000_000);
     assert_strictly_increasing(&values);
     assert!(values.iter().all(|v| v % 4 == 3));
+    // The key holds at least every value handed out (a reservation may reach higher).
     let stored: i64 = cmd("GET").arg("seq").query(&mut conn).unwrap();
-    assert_eq!(stored, *values.last().unwrap());
+    assert!(stored >= *values.last().unwrap(), "the key holds {stored}");
 }

@@ -461,7 +461,7 @@ async fn atomic_slot_migration_moves_slots_and_back_under_load() {
             .into_iter()
             .find(|node| node.master && node.id != home.id)
             .unwrap();
-        let fenced_before = info_number(&cluster, home.port, "segment_fenced_keys");
+        let fenced_before = info_number(&cluster, home.port, "segment_keys_held");
         let bound_before = bound_of(&cluster, home.port, "busy");
         let c = &cluster;
         tokio::task::block_in_place(|| migrate_slot_atomically(c, *slot, &away));
@@ -475,7 +475,7 @@ async fn atomic_slot_migration_moves_slots_and_back_under_load() {
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
         if *slot == slots[1] {
-            let fenced_after = info_number(&cluster, home.port, "segment_fenced_keys");
+            let fenced_after = info_number(&cluster, home.port, "segment_keys_held");
             assert!(
                 fenced_after < fenced_before,
                 "the source still remembers the counter that moved away ({fenced_before} → {fenced_after})"

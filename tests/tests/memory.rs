@@ -1,5 +1,5 @@
 //! What the module keeps for a key does not outlive the key: deleted, renamed, moved or
-//! flushed counters leave nothing behind (`INFO idgen` `segment_fenced_keys`, and the
+//! flushed counters leave nothing behind (`INFO idgen` `segment_keys_held`, and the
 //! server's `used_memory`, measured with 10^6 keys deleted), while a `DEBUG RELOAD`, after
 //! which the keys come back, keeps it.
 
@@ -9,7 +9,7 @@ use idgen_tests::{info_field, Server};
 use redis::cmd;
 
 fn fenced(conn: &mut redis::Connection) -> u64 {
-    info_field(conn, "segment_fenced_keys").parse().unwrap()
+    info_field(conn, "segment_keys_held").parse().unwrap()
 }
 
 fn used_memory(conn: &mut redis::Connection) -> i64 {
@@ -72,13 +72,13 @@ fn every_way_a_key_goes_takes_its_fence_state_with_it() {
     assert_eq!(fenced(&mut conn), 996);
 }
 
-/// Polls `segment_fenced_keys` until it is `expected` (the flush check runs on a timer).
+/// Polls `segment_keys_held` until it is `expected` (the flush check runs on a timer).
 fn wait_for_fenced(conn: &mut redis::Connection, expected: u64) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while fenced(conn) != expected {
         assert!(
             Instant::now() < deadline,
-            "segment_fenced_keys stayed {} (expected {expected})",
+            "segment_keys_held stayed {} (expected {expected})",
             fenced(conn)
         );
         std::thread::sleep(Duration::from_millis(20));

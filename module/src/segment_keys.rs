@@ -1,0 +1,172 @@
+//! What the module holds per segment key, for no longer than the key lives: its reservation
+//! (`idgen_core::Reservation`: the top written into the key and the values under it not yet
+//! handed out), and — by having an entry at all — that the key had its restart fence.
+//!
+//! The fence: after this instance starts, each segment key skips `idgen.segment-fence`
+//! values on its first use as master, so a tail of values this instance handed out before
+//! the start but its persistence lost (a crash before the write reached disk) is never
+//! handed out again. Only a start arms it (the table begins empty at load): loading data
+//! (`DEBUG RELOAD`, replaying an AOF) does not, and neither does a promotion — what a
+//! promoted instance handed out before a full sync erased it is remembered exactly
+//! (`segment_marks`), and a replica that never issued has no tail of its own.
+//!
+//! A reservation is voided whenever the key may have changed behind it (a restore, a TTL
+//! set, a role change, a flush, `SWAPDB`); a plain write is seen without an event, because
+//! the key no longer holds the reservation's top. An entry is removed with its key (delete,
+//! expiry, eviction, rename, move, a slot moved away, a flush that removed it).
+//!
+//! One table per database, keyed by the key's bytes with a seeded hash (key names come from
+//! clients). Redis runs all of this on its main thread; the mutex makes it a safe static.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use foldhash::fast::RandomState;
+use idgen_core::{Reservation, SegmentRange};
+
+use crate::key_slot;
+
+type Keys = HashMap<Box<[u8]>, Reservation, RandomState>;
+
+/// Per database (indexed by its number), the segment keys used since the start. `None`
+/// until the module has loaded.
+static TABLE: Mutex<Option<Vec<Keys>>> = Mutex::new(None);
+
+fn lock() -> MutexGuard<'static, Option<Vec<Keys>>> {
+    // Every change is a whole insert, remove or field store: the table behind a poisoned
+    // lock is consistent.
+    TABLE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Arms the fence for every key: called once, when the module loads (a start).
+pub fn arm() {
+    *lock() = Some(Vec::new());
+}
+
+/// Runs `f` on the keys of `db`, if any were used.
+fn in_db<R>(db: i32, f: impl FnOnce(&mut Keys) -> R) -> Option<R> {
+    let mut guard = lock();
+    let keys = guard.as_mut()?.get_mut(usize::try_from(db).ok()?)?;
+    Some(f(keys))
+}
+
+/// Takes `count` values from the key's reservation, if the key `held` its top and enough are
+/// left: the call then writes nothing. Allocates nothing.
+pub fn take(db: i32, key: &[u8], held: i64, count: u64, step: u64) -> Option<SegmentRange> {
+    in_db(db, |keys| keys.get_mut(key)?.take(held, count, step)).flatten()
+}
+
+/// The key's last reservation (live or voided); `None` if the key has not been used since
+/// the start, which means its fence is still to be applied.
+pub fn get(db: i32, key: &[u8]) -> Option<Reservation> {
+    in_db(db, |keys| keys.get(key).copied()).flatten()
+}
+
+/// Stores the key's new reservation, after its top was written into the key.
+pub fn store(db: i32, key: &[u8], reservation: Reservation) {
+    let Ok(index) = usize::try_from(db) else {
+        return;
+    };
+    let mut guard = lock();
+    let Some(table) = guard.as_mut() else { return };
+    if table.len() <= index {
+        table.resize_with(index + 1, Keys::default);
+    }
+    match table[index].get_mut(key) {
+        Some(known) => *known = reservation,
+        None => {
+            table[index].insert(key.into(), reservation);
+        }
+    }
+}
+
+/// Voids the reservation of `key` in `db`: its next call continues above what it holds.
+pub fn void(db: i32, key: &[u8]) {
+    in_db(db, |keys| keys.get_mut(key).map(Reservation::void));
+}
+
+/// Voids every reservation in `db` (`-1`: in every database).
+pub fn void_all(db: i32) {
+    if let Some(table) = lock().as_mut() {
+        for (index, keys) in table.iter_mut().enumerate() {
+            if db == -1 || usize::try_from(db) == Ok(index) {
+                keys.values_mut().for_each(Reservation::void);
+            }
+        }
+    }
+}
+
+/// `SWAPDB first second`: the keys' records follow their data, and every reservation in
+/// both is voided.
+pub fn swap_dbs(first: i32, second: i32) {
+    let (Ok(first), Ok(second)) = (usize::try_from(first), usize::try_from(second)) else {
+        return;
+    };
+    if let Some(table) = lock().as_mut() {
+        let needed = first.max(second) + 1;
+        if table.len() < needed {
+            table.resize_with(needed, Keys::default);
+        }
+        table.swap(first, second);
+        for index in [first, second] {
+            table[index].values_mut().for_each(Reservation::void);
+        }
+    }
+}
+
+/// Forgets the keys of the slots in `ranges` (inclusive), which moved to another node: if
+/// one comes back, it is fenced again, which is safe. Returns how many were forgotten.
+pub fn forget_slots(ranges: &[(u16, u16)]) -> usize {
+    let mut forgotten = 0;
+    if let Some(table) = lock().as_mut() {
+        for keys in table.iter_mut() {
+            let before = keys.len();
+            keys.retain(|key, _| {
+                let slot = key_slot::of(key);
+                !ranges
+                    .iter()
+                    .any(|&(first, last)| (first..=last).contains(&slot))
+            });
+            forgotten += before - keys.len();
+        }
+    }
+    forgotten
+}
+
+/// The keys held in `db` (`-1`: in every database) with their reservation's top, copied
+/// out so that the caller can look them up without holding the lock (a lookup may expire a
+/// key, whose event comes back here).
+pub fn held(db: i32) -> Vec<(i32, Vec<u8>, i64)> {
+    lock().as_ref().map_or_else(Vec::new, |table| {
+        table
+            .iter()
+            .enumerate()
+            .filter(|&(index, _)| db == -1 || usize::try_from(db) == Ok(index))
+            .flat_map(|(index, keys)| {
+                keys.iter()
+                    .map(move |(key, reservation)| (index as i32, key.to_vec(), reservation.top()))
+            })
+            .collect()
+    })
+}
+
+/// How many keys are held (`INFO idgen`).
+pub fn len() -> usize {
+    lock()
+        .as_ref()
+        .map_or(0, |table| table.iter().map(Keys::len).sum())
+}
+
+/// Forgets `key` in `db` (it was deleted, expired, evicted, renamed or moved away).
+pub fn forget(db: i32, key: &[u8]) {
+    in_db(db, |keys| {
+        keys.remove(key);
+        // Give back the memory of a table that held many more keys (amortized: the
+        // table halves at most once per as many removals as it then holds).
+        if keys.capacity() > 64 && keys.len() < keys.capacity() / 4 {
+            keys.shrink_to(keys.len() * 2);
+        }
+    });
+}
