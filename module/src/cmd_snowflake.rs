@@ -11,12 +11,12 @@ use crate::call::Call;
 use crate::key::{Keyspace, Read, Write};
 use crate::refusal::Refusal;
 use crate::snowflake_type::SnowflakeKey;
-use crate::{clock, counters, pacing, state};
+use crate::{clock, counters, pacing, role, state};
 
 /// Refuses to issue on a replica: only masters issue, so that a replica promoted later
 /// continues from its own offset without having handed anything out.
 pub fn refuse_on_replica(call: &Call) -> Result<(), Refusal> {
-    if call.is_replica() && !call.is_replicated_or_loading() {
+    if role::may_be_replica() && call.is_replica() && !call.is_replicated_or_loading() {
         return Err(Refusal::new(
             "READONLY",
             "this instance is a replica; IDs are issued only by masters",

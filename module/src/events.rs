@@ -10,7 +10,7 @@ use idgen_core::parse_redis_integer;
 use redis_module::{raw, Context};
 
 use crate::string_scan::EventContext;
-use crate::{counters, flush_sweep, guard, segment_keys, segment_marks, state};
+use crate::{counters, flush_sweep, guard, role, segment_keys, segment_marks, state};
 
 /// The role-changed subevent meaning "this instance is now a master".
 const NOW_MASTER: u64 = 0;
@@ -31,6 +31,7 @@ unsafe extern "C" fn on_role_changed(
         // masters' writes before a promotion): the next call of each key continues above
         // what the key holds.
         segment_keys::void_all(-1);
+        role::set_replica(subevent != NOW_MASTER);
         if subevent != NOW_MASTER {
             return;
         }

@@ -27,6 +27,7 @@ mod key_slot;
 mod pacing;
 mod refusal;
 mod registry;
+mod role;
 mod segment_keys;
 mod segment_marks;
 mod settings;
@@ -38,7 +39,7 @@ mod version;
 mod warnings;
 
 use redis_module::configuration::ConfigurationFlags;
-use redis_module::{raw, redis_module, Context, RedisString, Status};
+use redis_module::{raw, redis_module, Context, ContextFlags, RedisString, Status};
 
 use snowflake_type::SNOWFLAKE_TYPE;
 
@@ -63,6 +64,7 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
         .validate(clock::wall_unix_ms())
         .map_err(|e| e.to_string())?;
     state::install(config, clock::now());
+    role::set_replica(ctx.get_flags().contains(ContextFlags::SLAVE));
     // A start arms the segment fence: every key skips it on its first use as master.
     segment_keys::arm();
     registry::register_all(ctx)?;

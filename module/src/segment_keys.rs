@@ -15,18 +15,83 @@
 //! the key no longer holds the reservation's top. An entry is removed with its key (delete,
 //! expiry, eviction, rename, move, a slot moved away, a flush that removed it).
 //!
-//! One table per database, keyed by the key's bytes with a seeded hash (key names come from
-//! clients). Redis runs all of this on its main thread; the mutex makes it a safe static.
+//! One table per database, keyed by the key's bytes hashed with SipHash-1-3 under a random
+//! key, as Redis hashes its own keyspace: key names come from clients, and a hash they could
+//! make collide would let one client slow the server's main thread. The bytes are hashed in
+//! one write (a map of `Box<[u8]>` would also hash the length, a second SipHash round that
+//! cost about a hundred instructions a call). Redis runs all of this on its main thread; the
+//! mutex makes it a safe static.
 
-use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::{Mutex, MutexGuard};
 
-use foldhash::fast::RandomState;
+use hashbrown::HashTable;
 use idgen_core::{Reservation, SegmentRange};
 
 use crate::key_slot;
 
-type Keys = HashMap<Box<[u8]>, Reservation, RandomState>;
+/// One database's keys: name and reservation.
+#[derive(Default)]
+struct Keys {
+    entries: HashTable<(Box<[u8]>, Reservation)>,
+    hasher: RandomState,
+}
+
+impl Keys {
+    fn hash(&self, key: &[u8]) -> u64 {
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write(key);
+        hasher.finish()
+    }
+
+    fn get_mut(&mut self, key: &[u8]) -> Option<&mut Reservation> {
+        let hash = self.hash(key);
+        self.entries
+            .find_mut(hash, |(name, _)| **name == *key)
+            .map(|(_, reservation)| reservation)
+    }
+
+    fn insert(&mut self, key: &[u8], reservation: Reservation) {
+        if let Some(known) = self.get_mut(key) {
+            *known = reservation;
+            return;
+        }
+        let hash = self.hash(key);
+        let hasher = &self.hasher;
+        self.entries
+            .insert_unique(hash, (key.into(), reservation), |(name, _)| {
+                let mut rehash = hasher.build_hasher();
+                rehash.write(name);
+                rehash.finish()
+            });
+    }
+
+    fn remove(&mut self, key: &[u8]) {
+        let hash = self.hash(key);
+        if let Ok(entry) = self.entries.find_entry(hash, |(name, _)| **name == *key) {
+            entry.remove();
+        }
+        // Give back the memory of a table that held many more keys (amortized: the table
+        // halves at most once per as many removals as it then holds).
+        let (len, capacity) = (self.entries.len(), self.entries.capacity());
+        if capacity > 64 && len < capacity / 4 {
+            let hasher = &self.hasher;
+            self.entries.shrink_to(len * 2, |(name, _)| {
+                let mut rehash = hasher.build_hasher();
+                rehash.write(name);
+                rehash.finish()
+            });
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn reservations(&mut self) -> impl Iterator<Item = &mut Reservation> {
+        self.entries.iter_mut().map(|(_, reservation)| reservation)
+    }
+}
 
 /// Per database (indexed by its number), the segment keys used since the start. `None`
 /// until the module has loaded.
@@ -61,7 +126,7 @@ pub fn take(db: i32, key: &[u8], held: i64, count: u64, step: u64) -> Option<Seg
 /// The key's last reservation (live or voided); `None` if the key has not been used since
 /// the start, which means its fence is still to be applied.
 pub fn get(db: i32, key: &[u8]) -> Option<Reservation> {
-    in_db(db, |keys| keys.get(key).copied()).flatten()
+    in_db(db, |keys| keys.get_mut(key).map(|reservation| *reservation)).flatten()
 }
 
 /// Stores the key's new reservation, after its top was written into the key.
@@ -74,12 +139,7 @@ pub fn store(db: i32, key: &[u8], reservation: Reservation) {
     if table.len() <= index {
         table.resize_with(index + 1, Keys::default);
     }
-    match table[index].get_mut(key) {
-        Some(known) => *known = reservation,
-        None => {
-            table[index].insert(key.into(), reservation);
-        }
-    }
+    table[index].insert(key, reservation);
 }
 
 /// Voids the reservation of `key` in `db`: its next call continues above what it holds.
@@ -92,7 +152,7 @@ pub fn void_all(db: i32) {
     if let Some(table) = lock().as_mut() {
         for (index, keys) in table.iter_mut().enumerate() {
             if db == -1 || usize::try_from(db) == Ok(index) {
-                keys.values_mut().for_each(Reservation::void);
+                keys.reservations().for_each(Reservation::void);
             }
         }
     }
@@ -111,7 +171,7 @@ pub fn swap_dbs(first: i32, second: i32) {
         }
         table.swap(first, second);
         for index in [first, second] {
-            table[index].values_mut().for_each(Reservation::void);
+            table[index].reservations().for_each(Reservation::void);
         }
     }
 }
@@ -123,7 +183,7 @@ pub fn forget_slots(ranges: &[(u16, u16)]) -> usize {
     if let Some(table) = lock().as_mut() {
         for keys in table.iter_mut() {
             let before = keys.len();
-            keys.retain(|key, _| {
+            keys.entries.retain(|(key, _)| {
                 let slot = key_slot::of(key);
                 !ranges
                     .iter()
@@ -145,7 +205,8 @@ pub fn held(db: i32) -> Vec<(i32, Vec<u8>, i64)> {
             .enumerate()
             .filter(|&(index, _)| db == -1 || usize::try_from(db) == Ok(index))
             .flat_map(|(index, keys)| {
-                keys.iter()
+                keys.entries
+                    .iter()
                     .map(move |(key, reservation)| (index as i32, key.to_vec(), reservation.top()))
             })
             .collect()
@@ -161,12 +222,5 @@ pub fn len() -> usize {
 
 /// Forgets `key` in `db` (it was deleted, expired, evicted, renamed or moved away).
 pub fn forget(db: i32, key: &[u8]) {
-    in_db(db, |keys| {
-        keys.remove(key);
-        // Give back the memory of a table that held many more keys (amortized: the
-        // table halves at most once per as many removals as it then holds).
-        if keys.capacity() > 64 && keys.len() < keys.capacity() / 4 {
-            keys.shrink_to(keys.len() * 2);
-        }
-    });
+    in_db(db, |keys| keys.remove(key));
 }
