@@ -1,8 +1,7 @@
-//! Runs commands against the servers: round-robin with failover over independent nodes,
-//! routed by key in a cluster, or to the master Sentinel names, retrying through a
-//! failover.
+//! Runs commands against the servers: round-robin with failover over independent nodes
+//! (`node_set`), routed by key in a cluster, or to the master Sentinel names, retrying
+//! through a failover.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,88 +11,10 @@ use crate::connection::{cluster_pool, lend, ClusterConnector, Manager};
 use crate::error::{Error, Result};
 use crate::identity_guard::IdentityGuard;
 use crate::metrics::Metrics;
-use crate::node::Node;
-use crate::retry::RetryPolicy;
+use crate::node_set::NodeSet;
+use crate::retry::{self, RetryPolicy};
 use crate::sentinel::SentinelMaster;
 use crate::settings::Settings;
-
-/// Independent nodes (one, in single mode): any node serves any key.
-pub(crate) struct NodeSet {
-    pub(crate) nodes: Vec<Node>,
-    next: AtomicUsize,
-    retry_after: Duration,
-}
-
-impl NodeSet {
-    pub(crate) fn new(nodes: Vec<Node>, settings: &Settings) -> Self {
-        NodeSet {
-            nodes,
-            next: AtomicUsize::new(0),
-            retry_after: settings.node_retry_after,
-        }
-    }
-
-    /// Runs `cmd` on the next healthy node, moving on to the others when a node fails or
-    /// refuses with DRIFT; nodes marked down are tried last, not never.
-    async fn run<T: FromRedisValue>(&self, cmd: &Cmd, metrics: &Metrics) -> Result<T> {
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let count = self.nodes.len();
-        let rotated = (0..count).map(|i| &self.nodes[(start + i) % count]);
-        let (up, down): (Vec<&Node>, Vec<&Node>) = rotated.partition(|node| !node.is_down());
-        let mut tried = Vec::new();
-        let mut last_error = None;
-        for node in up.into_iter().chain(down) {
-            match node.query(cmd).await {
-                Ok(value) => {
-                    node.mark(None);
-                    if !tried.is_empty() {
-                        Metrics::add(&metrics.failovers, 1);
-                    }
-                    return Ok(value);
-                }
-                Err(error) if error.is_retryable() || node_cannot_serve(&error) => {
-                    if matches!(error, Error::Transport(_)) {
-                        Metrics::add(&metrics.transport_errors, 1);
-                        node.mark(Some(self.retry_after));
-                        tracing::warn!(node = %node.address, %error, "node failed; trying another");
-                    } else if node_cannot_serve(&error) {
-                        Metrics::add(&metrics.refusals, 1);
-                        node.mark(Some(self.retry_after));
-                        tracing::warn!(node = %node.address, %error, "node cannot serve; trying another");
-                    } else {
-                        Metrics::add(&metrics.refusals, 1);
-                    }
-                    tried.push(node.address.clone());
-                    last_error = Some(error);
-                }
-                Err(error) => {
-                    Metrics::add(&metrics.refusals, 1);
-                    return Err(error);
-                }
-            }
-        }
-        Err(match (tried.len(), last_error) {
-            (1, Some(error)) if count == 1 => error,
-            (_, last) => Error::NoNodeAvailable {
-                tried,
-                last: Box::new(
-                    last.unwrap_or_else(|| Error::Deployment("no nodes configured".into())),
-                ),
-            },
-        })
-    }
-}
-
-/// Whether `error` says this node cannot serve now, though another may: it was refused by
-/// the identity check (a deployment error naming what changed), or it is still loading its
-/// data after a restart.
-fn node_cannot_serve(error: &Error) -> bool {
-    match error {
-        Error::Deployment(_) => true,
-        Error::Server { code, .. } => code == "LOADING",
-        _ => false,
-    }
-}
 
 /// A Redis Cluster behind a pool of key-routing connections.
 pub(crate) struct Cluster {
@@ -195,45 +116,28 @@ impl Cluster {
         if let Some(refusal) = self.check.refusal() {
             return Err(refusal);
         }
-        let policy = RetryPolicy::new(Instant::now(), self.retry_for, Error::is_retryable);
-        loop {
-            let result = async {
-                let mut lent = lend(&self.pool).await?;
-                let attempt =
-                    tokio::time::timeout(self.attempt_for, cmd.query_async(&mut lent.connection))
-                        .await;
-                let Ok(result) = attempt else {
-                    lent.mark_broken();
-                    return Err(Error::Transport(redis::RedisError::from((
-                        redis::ErrorKind::Io,
-                        "no answer from the cluster",
-                        format!(
-                            "within {:?}; trying again on a new connection",
-                            self.attempt_for
-                        ),
-                    ))));
-                };
-                if let Err(error) = &result {
-                    lent.check(error);
-                }
-                Ok::<T, Error>(result?)
-            }
-            .await;
-            let error = match result {
-                Ok(value) => return Ok(value),
-                Err(error) => error,
+        let policy = RetryPolicy::new(retry::now(), self.retry_for, Error::is_retryable);
+        retry::until_done(policy, metrics, "a cluster call", || async {
+            let mut lent = lend(&self.pool).await?;
+            let attempt =
+                tokio::time::timeout(self.attempt_for, cmd.query_async(&mut lent.connection)).await;
+            let Ok(result) = attempt else {
+                lent.mark_broken();
+                return Err(Error::Transport(redis::RedisError::from((
+                    redis::ErrorKind::Io,
+                    "no answer from the cluster",
+                    format!(
+                        "within {:?}; trying again on a new connection",
+                        self.attempt_for
+                    ),
+                ))));
             };
-            if matches!(error, Error::Transport(_)) {
-                Metrics::add(&metrics.transport_errors, 1);
-            } else {
-                Metrics::add(&metrics.refusals, 1);
+            if let Err(error) = &result {
+                lent.check(error);
             }
-            let Some(wait) = policy.wait_after(&error, Instant::now()) else {
-                return Err(error);
-            };
-            tracing::warn!(%error, ?wait, "a cluster call failed; retrying");
-            tokio::time::sleep(wait).await;
-        }
+            Ok::<T, Error>(result?)
+        })
+        .await
     }
 }
 

@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Backend, Cluster, NodeSet};
+use crate::backend::{Backend, Cluster};
 use crate::cluster_discovery;
 use crate::deployment::{check, Deployment};
 use crate::error::{Error, Result};
 use crate::identity;
 use crate::identity_guard::IdentityGuard;
 use crate::node::Node;
+use crate::node_set::NodeSet;
 use crate::sentinel::SentinelMaster;
 use crate::settings::{Settings, Topology};
 

@@ -62,6 +62,7 @@ mod issuer;
 mod metrics;
 mod node;
 mod node_link;
+mod node_set;
 mod range_slots;
 mod retry;
 mod segment;

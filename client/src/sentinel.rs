@@ -3,7 +3,7 @@
 //! followed across failovers by asking them again when the master stops serving.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::sentinel::{Sentinel, SentinelNodeConnectionInfo};
 use redis::{Cmd, ConnectionAddr, ConnectionInfo, FromRedisValue, TlsMode};
@@ -14,7 +14,7 @@ use crate::identity;
 use crate::identity_guard::IdentityGuard;
 use crate::metrics::Metrics;
 use crate::node::Node;
-use crate::retry::RetryPolicy;
+use crate::retry::{self, RetryPolicy};
 use crate::settings::{SentinelTopology, Settings};
 
 /// The data nodes of a Sentinel deployment, as the sentinels name them.
@@ -220,33 +220,19 @@ impl SentinelMaster {
     /// refusal are retried (`RetryPolicy`: every 100 ms, or when a DRIFT refusal says the
     /// request fits), asking the sentinels again, until `failover_retry_for` has passed.
     pub(crate) async fn run<T: FromRedisValue>(&self, cmd: &Cmd, metrics: &Metrics) -> Result<T> {
-        let policy = RetryPolicy::new(
-            Instant::now(),
-            self.settings.failover_retry_for,
-            is_failover,
-        );
-        loop {
-            let attempt = match self.master(metrics).await {
-                Ok(node) => node.query(cmd).await.map_err(|error| (Some(node), error)),
-                Err(error) => Err((None, error)),
-            };
-            let (node, error) = match attempt {
-                Ok(value) => return Ok(value),
-                Err(failure) => failure,
-            };
-            match &error {
-                Error::Transport(_) => Metrics::add(&metrics.transport_errors, 1),
-                _ => Metrics::add(&metrics.refusals, 1),
+        let policy = RetryPolicy::new(retry::now(), self.settings.failover_retry_for, is_failover);
+        retry::until_done(policy, metrics, "a call to the master", || async {
+            let node = self.master(metrics).await?;
+            let result = node.query(cmd).await;
+            if let Err(error) = &result {
+                if is_failover(error) && !matches!(error, Error::Drift { .. }) {
+                    tracing::warn!(master = %node.address, %error, "the master failed; asking the sentinels again");
+                    self.forget(&node);
+                }
             }
-            let Some(wait) = policy.wait_after(&error, Instant::now()) else {
-                return Err(error);
-            };
-            if let (Some(node), false) = (node, matches!(error, Error::Drift { .. })) {
-                tracing::warn!(master = %node.address, %error, "the master failed; asking the sentinels again");
-                self.forget(&node);
-            }
-            tokio::time::sleep(wait).await;
-        }
+            result
+        })
+        .await
     }
 }
 
