@@ -198,11 +198,13 @@ pub fn render(context: &Context, results: &Results) -> String {
     }
     let _ = writeln!(
         w,
-        "| a segment key ≤ 1.2× the memory of an `INCR` key (`used_memory`, one call on each of {} keys) | {:.0} B vs {:.0} B: {:.2}× | {} |",
+        "| a segment key ≤ 1.2× the memory of an `INCR` key (`used_memory`, one call on each of {} keys) | {:.0} B vs {:.0} B: {:.2}× (an `INCRBY` key holding ten digits, as a counter past its fence does: {:.0} B, {:.2}×) | {} |",
         grouped(f64::from(memory.keys)),
         memory.segment_key,
         memory.incr_key,
         memory.segment_key / memory.incr_key,
+        memory.incr_key_ten_digits,
+        memory.segment_key / memory.incr_key_ten_digits,
         verdict(memory.segment_key <= 1.2 * memory.incr_key)
     );
     let _ = writeln!(
@@ -436,8 +438,9 @@ fn render_traffic(w: &mut String, traffic: &[Traffic]) {
         "\n## Write traffic: AOF and replication bytes per {} single calls\n\n\
          A fresh master with `appendonly yes`, `appendfsync no` and one replica; the calls \
          pipelined 1,000 at a time on one key. `SNOWFLAKE.NEXT` writes a key's bound once per \
-         lease ([design](docs/design.md)); `SEGMENT.NEXT` replicates its new mark each call, \
-         as `SET`.\n\n| command | AOF bytes | replication bytes |\n|---|---|---|",
+         lease ([design](docs/design.md)); `SEGMENT.NEXT` writes a new reservation's top (replicated \
+         as `SET`) only when the last one is used up, and reservations double while used up \
+         within a second.\n\n| command | AOF bytes | replication bytes |\n|---|---|---|",
         grouped(TRAFFIC_CALLS as f64)
     );
     for row in traffic {

@@ -37,11 +37,16 @@ struct Keys {
     hasher: RandomState,
 }
 
+/// SipHash of a key name under `keys`'s random key, in one write.
+fn hash_name(keys: &RandomState, name: &[u8]) -> u64 {
+    let mut hasher = keys.build_hasher();
+    hasher.write(name);
+    hasher.finish()
+}
+
 impl Keys {
     fn hash(&self, key: &[u8]) -> u64 {
-        let mut hasher = self.hasher.build_hasher();
-        hasher.write(key);
-        hasher.finish()
+        hash_name(&self.hasher, key)
     }
 
     fn get_mut(&mut self, key: &[u8]) -> Option<&mut Reservation> {
@@ -60,9 +65,7 @@ impl Keys {
         let hasher = &self.hasher;
         self.entries
             .insert_unique(hash, (key.into(), reservation), |(name, _)| {
-                let mut rehash = hasher.build_hasher();
-                rehash.write(name);
-                rehash.finish()
+                hash_name(hasher, name)
             });
     }
 
@@ -76,11 +79,8 @@ impl Keys {
         let (len, capacity) = (self.entries.len(), self.entries.capacity());
         if capacity > 64 && len < capacity / 4 {
             let hasher = &self.hasher;
-            self.entries.shrink_to(len * 2, |(name, _)| {
-                let mut rehash = hasher.build_hasher();
-                rehash.write(name);
-                rehash.finish()
-            });
+            self.entries
+                .shrink_to(len * 2, |(name, _)| hash_name(hasher, name));
         }
     }
 
