@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, ConnectionInfo, FromRedisValue};
 
-use crate::connection::{cluster_pool, lend, ClusterConnector, Manager};
+use crate::connection::{cluster_pool, lend, ClusterConnector, Pool};
 use crate::error::{Error, Result};
 use crate::identity_guard::IdentityGuard;
 use crate::metrics::Metrics;
@@ -18,7 +18,7 @@ use crate::settings::Settings;
 
 /// A Redis Cluster behind a pool of key-routing connections.
 pub(crate) struct Cluster {
-    pool: bb8::Pool<Manager<ClusterConnector>>,
+    pool: Pool<ClusterConnector>,
     retry_for: Duration,
     attempt_for: Duration,
     check: Arc<MemberCheck>,

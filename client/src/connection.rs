@@ -2,7 +2,8 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use redis::aio::MultiplexedConnection;
 use redis::cluster_async::ClusterConnection;
@@ -77,12 +78,60 @@ impl Lent<MultiplexedConnection> {
     }
 }
 
+/// A bb8 pool of connections, and why its last attempt to open one failed.
+///
+/// bb8 opens connections in the background and hands their errors to its error sink only:
+/// a caller waiting for a connection sees "timed out". So a wrong password or a revoked user
+/// reached callers as a retryable transport error — retried, the node set aside — instead of
+/// `WRONGPASS`. The pool's manager records each failure, and [`lend`] answers a timeout with
+/// the failure that happened while the caller waited.
+pub(crate) struct Pool<C: Connect> {
+    pool: bb8::Pool<Manager<C>>,
+    last_failure: Arc<Mutex<Option<(Instant, redis::RedisError)>>>,
+}
+
+impl<C: Connect> Clone for Pool<C> {
+    fn clone(&self) -> Self {
+        Pool {
+            pool: self.pool.clone(),
+            last_failure: self.last_failure.clone(),
+        }
+    }
+}
+
+impl<C: Connect> Pool<C> {
+    fn new(connector: C, settings: &Settings) -> Self {
+        let last_failure = Arc::new(Mutex::new(None));
+        let manager = Manager {
+            connector,
+            last_failure: last_failure.clone(),
+        };
+        Pool {
+            pool: pool_builder(settings).build_unchecked(manager),
+            last_failure,
+        }
+    }
+
+    /// Why a caller that started waiting at `since` got no connection: the failure of an
+    /// attempt that ended while it waited, or else the timeout itself.
+    fn why_no_connection(&self, since: Instant) -> crate::Error {
+        let failure = self.last_failure.lock().unwrap_or_else(|p| p.into_inner());
+        match &*failure {
+            Some((at, error)) if *at >= since => error.clone().into(),
+            _ => bb8::RunError::<redis::RedisError>::TimedOut.into(),
+        }
+    }
+}
+
 /// Lends a working connection from `pool`, discarding the broken ones it meets.
-pub(crate) async fn lend<C: Connect>(
-    pool: &bb8::Pool<Manager<C>>,
-) -> Result<Lent<C::Connection>, bb8::RunError<redis::RedisError>> {
+pub(crate) async fn lend<C: Connect>(pool: &Pool<C>) -> crate::Result<Lent<C::Connection>> {
+    let since = Instant::now();
     loop {
-        let pooled = pool.get().await?;
+        let pooled = match pool.pool.get().await {
+            Ok(pooled) => pooled,
+            Err(bb8::RunError::User(error)) => return Err(error.into()),
+            Err(bb8::RunError::TimedOut) => return Err(pool.why_no_connection(since)),
+        };
         if pooled.broken.load(Ordering::Relaxed) {
             continue; // returned to the pool as broken, which drops it
         }
@@ -191,16 +240,24 @@ impl Connect for ClusterConnector {
     }
 }
 
-/// The bb8 manager for any [`Connect`]: checks connections with PING and drops those the
-/// code that used them marked broken.
-pub(crate) struct Manager<C>(pub(crate) C);
+/// The bb8 manager for any [`Connect`]: checks connections with PING, drops those the code
+/// that used them marked broken, and records why opening one failed (see [`Pool`]).
+pub(crate) struct Manager<C> {
+    connector: C,
+    last_failure: Arc<Mutex<Option<(Instant, redis::RedisError)>>>,
+}
 
 impl<C: Connect> bb8::ManageConnection for Manager<C> {
     type Connection = Tracked<C::Connection>;
     type Error = redis::RedisError;
 
     async fn connect(&self) -> Result<Self::Connection, Self::Error> {
-        self.0.open().await.map(Tracked::new)
+        let opened = self.connector.open().await;
+        if let Err(error) = &opened {
+            *self.last_failure.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some((Instant::now(), error.clone()));
+        }
+        opened.map(Tracked::new)
     }
 
     async fn is_valid(&self, conn: &mut Self::Connection) -> Result<(), Self::Error> {
@@ -241,17 +298,14 @@ fn pool_builder<C: Connect>(settings: &Settings) -> bb8::Builder<Manager<C>> {
 }
 
 /// The pool of one node's connections.
-pub(crate) fn node_pool(
-    connector: NodeConnector,
-    settings: &Settings,
-) -> bb8::Pool<Manager<NodeConnector>> {
-    pool_builder(settings).build_unchecked(Manager(connector))
+pub(crate) fn node_pool(connector: NodeConnector, settings: &Settings) -> Pool<NodeConnector> {
+    Pool::new(connector, settings)
 }
 
 /// The pool of cluster connections.
 pub(crate) fn cluster_pool(
     connector: ClusterConnector,
     settings: &Settings,
-) -> bb8::Pool<Manager<ClusterConnector>> {
-    pool_builder(settings).build_unchecked(Manager(connector))
+) -> Pool<ClusterConnector> {
+    Pool::new(connector, settings)
 }

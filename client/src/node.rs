@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, ConnectionInfo, FromRedisValue};
 
-use crate::connection::{lend, node_pool, IdentityCheck, Manager, NodeConnector};
+use crate::connection::{lend, node_pool, IdentityCheck, NodeConnector, Pool};
 use crate::error::Result;
 use crate::identity_guard::IdentityGuard;
 use crate::settings::Settings;
@@ -20,7 +20,7 @@ const PROBE_EVERY: Duration = Duration::from_millis(100);
 /// One independent node and its pool.
 pub(crate) struct Node {
     pub(crate) address: String,
-    pool: bb8::Pool<Manager<NodeConnector>>,
+    pool: Pool<NodeConnector>,
     check: IdentityCheck,
     health: Arc<Health>,
 }
@@ -106,7 +106,7 @@ impl Node {
 }
 
 /// Whether a node marked down serves again: a pooled connection, the identity check, PING.
-async fn probe(pool: &bb8::Pool<Manager<NodeConnector>>, check: &IdentityCheck) -> Result<()> {
+async fn probe(pool: &Pool<NodeConnector>, check: &IdentityCheck) -> Result<()> {
     let mut lent = lend(pool).await?;
     lent.ensure_checked(check).await?;
     let pong: redis::RedisResult<()> = redis::cmd("PING").query_async(&mut lent.connection).await;

@@ -99,3 +99,47 @@ async fn a_user_who_may_not_read_the_identity_is_told_what_to_grant() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_password_changed_under_a_running_client_is_reported_as_such_and_not_retried() {
+    let server = Server::start(&[]);
+    create_acl_user(&server, "app", "secret", &DOCUMENTED_ONE_NODE_GRANTS);
+    let client = Client::connect(Topology::single(url_as(&server, "app", "secret")).unwrap())
+        .await
+        .unwrap();
+    client.next_snowflake("orders:1").await.unwrap();
+    // The password is rotated on the server and the client's connections are closed: the
+    // pool must open new ones, with the old password.
+    let mut admin = server.conn();
+    let _: () = cmd("ACL")
+        .arg("SETUSER")
+        .arg("app")
+        .arg("resetpass")
+        .arg(">rotated")
+        .query(&mut admin)
+        .unwrap();
+    let _: i64 = cmd("CLIENT")
+        .arg("KILL")
+        .arg("USER")
+        .arg("app")
+        .query(&mut admin)
+        .unwrap();
+    // The call that finds its connection closed fails as a lost connection; the next ones
+    // must open a connection and say why they cannot.
+    let mut errors = Vec::new();
+    for _ in 0..3 {
+        let error = client.next_snowflake("orders:1").await.unwrap_err();
+        let done = !matches!(error, Error::Transport(_));
+        errors.push(error);
+        if done {
+            break;
+        }
+    }
+    // redis-rs reports a refused password at connect as an authentication failure without
+    // the server's code; before the pool kept the reason, this was a retryable timeout.
+    let last = errors.last().unwrap();
+    assert!(
+        matches!(last, Error::Auth { .. }) && !last.is_retryable(),
+        "{errors:?}"
+    );
+}
