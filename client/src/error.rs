@@ -71,13 +71,18 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     /// Whether another node (or a later retry) may succeed where this failed: connection
-    /// failures and drift refusals. The client tries these again by itself (Sentinel mode
-    /// also what a failover causes: `READONLY`, `LOADING`, `MASTERDOWN`); a connection
-    /// failure, like a node that is still loading or whose identity changed, sets that node
-    /// aside for `node_retry_after`. Credentials, permissions, unreadable replies and the
-    /// module's other refusals are returned at once.
+    /// failures, drift refusals, and a node still loading its data (`LOADING`). The client
+    /// tries these again by itself (Sentinel mode also what a failover causes: `READONLY`,
+    /// `MASTERDOWN`, `TRYAGAIN`); a connection failure or `LOADING` sets that node aside
+    /// for `node_retry_after`, and so does a node refused by the identity check, which
+    /// another node may replace though no retry mends it. Credentials, permissions,
+    /// unreadable replies and the module's other refusals are returned at once.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Transport(_) | Error::Drift { .. })
+        match self {
+            Error::Transport(_) | Error::Drift { .. } => true,
+            Error::Server { code, .. } => code == "LOADING",
+            _ => false,
+        }
     }
 }
 
@@ -212,6 +217,12 @@ mod tests {
         let wrongtype = reply_error(b"-WRONGTYPE Operation against a key\r\n");
         assert!(matches!(&wrongtype, Error::Server { code, .. } if code == "WRONGTYPE"));
         assert!(!wrongtype.is_retryable());
+        let loading = reply_error(b"-LOADING Redis is loading the dataset in memory\r\n");
+        assert!(matches!(&loading, Error::Server { code, .. } if code == "LOADING"));
+        assert!(
+            loading.is_retryable(),
+            "a node loading its data serves soon"
+        );
         let io = Error::from(redis::RedisError::from(std::io::Error::from(
             std::io::ErrorKind::ConnectionReset,
         )));
