@@ -242,7 +242,10 @@ fn write_the_fixtures_of_this_release() {
         .query::<Vec<i64>>(&mut w)
         .map(|_| ())
         .unwrap();
-    let tickets: i64 = cmd("SEGMENT.NEXT").arg("tickets").query(&mut w).unwrap();
+    let _: i64 = cmd("SEGMENT.NEXT").arg("tickets").query(&mut w).unwrap();
+    // What the key holds — the last value, or (0.2.0 on) the top of its reservation, at or
+    // above it — is what the writer remembers and what a reader continues above.
+    let tickets: i64 = cmd("GET").arg("tickets").query(&mut w).unwrap();
     values.push(("mark.tickets".into(), tickets));
     let _: () = cmd("REPLICAOF")
         .arg("127.0.0.1")
@@ -283,7 +286,8 @@ fn write_the_fixtures_of_this_release() {
         max_id = max_id.max(*ids.last().unwrap());
         values.push((format!("snowflake.{key}"), *ids.last().unwrap()));
     }
-    let invoice: i64 = cmd("SEGMENT.NEXT").arg("invoice").query(&mut w).unwrap();
+    let _: i64 = cmd("SEGMENT.NEXT").arg("invoice").query(&mut w).unwrap();
+    let invoice: i64 = cmd("GET").arg("invoice").query(&mut w).unwrap();
     values.push(("segment.invoice".into(), invoice));
     values.push(("segment.seeded".into(), 5_000_000));
     values.push(("max_id".into(), max_id));
