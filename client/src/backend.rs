@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, ConnectionInfo, FromRedisValue};
 
-use crate::connection::{cluster_pool, lend, ClusterConnector, Pool};
+use crate::connection::{lend, ClusterConnector, Pool};
 use crate::error::{Error, Result};
 use crate::identity_guard::IdentityGuard;
 use crate::metrics::Metrics;
@@ -87,7 +87,7 @@ impl Cluster {
         guard: Arc<IdentityGuard>,
     ) -> Result<Self> {
         Ok(Cluster {
-            pool: cluster_pool(ClusterConnector::new(seeds, settings)?, settings),
+            pool: Pool::new(ClusterConnector::new(seeds, settings)?, settings),
             retry_for: settings.failover_retry_for,
             attempt_for: settings.connect_timeout + settings.response_timeout,
             check: Arc::new(MemberCheck {

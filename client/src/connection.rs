@@ -100,7 +100,8 @@ impl<C: Connect> Clone for Pool<C> {
 }
 
 impl<C: Connect> Pool<C> {
-    fn new(connector: C, settings: &Settings) -> Self {
+    /// A pool of `connector`'s connections that does not connect until first use.
+    pub(crate) fn new(connector: C, settings: &Settings) -> Self {
         let last_failure = Arc::new(Mutex::new(None));
         let manager = Manager {
             connector,
@@ -295,17 +296,4 @@ fn pool_builder<C: Connect>(settings: &Settings) -> bb8::Builder<Manager<C>> {
         .connection_timeout(settings.connect_timeout)
         .test_on_check_out(false)
         .error_sink(Box::new(LogConnectFailures))
-}
-
-/// The pool of one node's connections.
-pub(crate) fn node_pool(connector: NodeConnector, settings: &Settings) -> Pool<NodeConnector> {
-    Pool::new(connector, settings)
-}
-
-/// The pool of cluster connections.
-pub(crate) fn cluster_pool(
-    connector: ClusterConnector,
-    settings: &Settings,
-) -> Pool<ClusterConnector> {
-    Pool::new(connector, settings)
 }

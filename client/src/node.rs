@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, ConnectionInfo, FromRedisValue};
 
-use crate::connection::{lend, node_pool, IdentityCheck, NodeConnector, Pool};
+use crate::connection::{lend, IdentityCheck, NodeConnector, Pool};
 use crate::error::Result;
 use crate::identity_guard::IdentityGuard;
 use crate::settings::Settings;
@@ -55,7 +55,7 @@ impl Node {
             guard,
         };
         Ok(Node {
-            pool: node_pool(NodeConnector::new(info, settings)?, settings),
+            pool: Pool::new(NodeConnector::new(info, settings)?, settings),
             check,
             address,
             health: Arc::default(),

@@ -238,16 +238,9 @@ impl SentinelMaster {
 
 /// Whether `error` is what a failover causes, or a DRIFT refusal: worth a retry.
 fn is_failover(error: &Error) -> bool {
-    match error {
-        Error::Transport(_) | Error::Drift { .. } => true,
-        Error::Server { code, .. } => {
-            matches!(
-                code.as_str(),
-                "READONLY" | "LOADING" | "MASTERDOWN" | "TRYAGAIN"
-            )
-        }
-        _ => false,
-    }
+    error.is_retryable()
+        || matches!(error, Error::Server { code, .. }
+            if matches!(code.as_str(), "READONLY" | "MASTERDOWN" | "TRYAGAIN"))
 }
 
 #[cfg(test)]
