@@ -32,8 +32,8 @@ pub use integer::parse_redis_integer;
 pub use layout::{DecodedId, Layout, DEFAULT_EPOCH_UNIX_MS};
 pub use lease::{KeyIssue, KeyRecord, KeyState};
 pub use reservation::{
-    serve, Reservation, ReservationPolicy, SegmentRequest, Served, GROW_WITHIN_MS, MAX_AHEAD,
-    SHRINK_AFTER_MS,
+    reserve, serve, Reservation, ReservationPolicy, SegmentRequest, Served, GROW_WITHIN_MS,
+    MAX_AHEAD, SHRINK_AFTER_MS,
 };
 pub use segment::{continue_above, next_range, SegmentRange, MAX_SEGMENT_COUNT};
 pub use snowflake::{

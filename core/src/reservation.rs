@@ -184,21 +184,33 @@ pub fn serve(
     reservation: Option<&mut Reservation>,
     request: SegmentRequest,
 ) -> Result<Served, IdError> {
-    let step = request.identity.step;
     let mut previous = None;
     if let Some(reservation) = reservation {
-        if let Some(range) = reservation.take(held, request.count, step) {
+        if let Some(range) = reservation.take(held, request.count, request.identity.step) {
             return Ok(Served::FromMemory(range));
         }
         previous = Some(*reservation);
     }
+    let (range, reservation) = reserve(held, previous.as_ref(), request)?;
+    Ok(Served::Written { range, reservation })
+}
+
+/// The part of [`serve`] for a call its reservation could not serve from memory: the range
+/// and the new reservation, whose top must be written into the key before the range is
+/// answered.
+pub fn reserve(
+    held: i64,
+    previous: Option<&Reservation>,
+    request: SegmentRequest,
+) -> Result<(SegmentRange, Reservation), IdError> {
+    let step = request.identity.step;
     let (base, fence) = match previous.and_then(|r| r.last_taken(held, step)) {
         Some(last) => (last, 0),
         None => (continue_above(held, request.remembered), request.fence),
     };
     let range = next_range(base, request.identity, request.count, fence)?;
-    let reservation = Reservation::after(previous.as_ref(), range, request.now_ms, request.policy);
-    Ok(Served::Written { range, reservation })
+    let reservation = Reservation::after(previous, range, request.now_ms, request.policy);
+    Ok((range, reservation))
 }
 
 #[cfg(test)]

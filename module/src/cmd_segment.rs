@@ -1,14 +1,12 @@
 //! `SEGMENT.NEXT key [COUNT n] [FORMAT decimal]`.
 
-use idgen_core::{
-    parse_redis_integer, serve, ReservationPolicy, SegmentRange, SegmentRequest, Served,
-};
+use idgen_core::{parse_redis_integer, reserve, ReservationPolicy, SegmentRange, SegmentRequest};
 use redis_module::raw;
 
 use crate::args::{parse_options, COUNT, DECIMAL_FORMAT};
 use crate::call::Call;
 use crate::cmd_snowflake::refuse_on_replica;
-use crate::key::{Key, KeyKind, Keyspace, Mode, Read, Write};
+use crate::key::{Key, KeyKind, Keyspace, Read, Write};
 use crate::refusal::{wrong_type, Refusal};
 use crate::{clock, counters, segment_keys, segment_marks, state};
 
@@ -61,7 +59,7 @@ fn write_ahead(
 ) -> Result<SegmentRange, Refusal> {
     let config = state::config();
     let (db, key_bytes) = (call.selected_db(), call.arg_bytes(1));
-    let mut previous = segment_keys::get(db, key_bytes);
+    let previous = segment_keys::get(db, key_bytes);
     let fence = if previous.is_none() {
         config.segment_fence
     } else {
@@ -76,11 +74,7 @@ fn write_ahead(
         now_ms: clock::monotonic_ms(),
         policy: ReservationPolicy::for_fence(config.segment_fence),
     };
-    let (range, reservation) = match serve(held, previous.as_mut(), request)? {
-        Served::Written { range, reservation } => (range, reservation),
-        // `take` just found nothing to serve from memory; kept whole should it ever differ.
-        Served::FromMemory(range) => return Ok(range),
-    };
+    let (range, reservation) = reserve(held, previous.as_ref(), request)?;
     let key_name = call.arg(1);
     keys.open::<Write>(key_name)
         .set_integer(reservation.top())?;
@@ -98,7 +92,7 @@ fn write_ahead(
 }
 
 /// The integer a segment key holds (0 when missing); refuses any other value.
-fn counter_value<M: Mode>(key: &Key<'_, M>) -> Result<i64, Refusal> {
+fn counter_value(key: &Key<'_, Read>) -> Result<i64, Refusal> {
     match key.kind() {
         KeyKind::Empty => Ok(0),
         KeyKind::String => {

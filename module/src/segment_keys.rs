@@ -49,6 +49,12 @@ impl Keys {
         hash_name(&self.hasher, key)
     }
 
+    fn get(&self, key: &[u8]) -> Option<&Reservation> {
+        self.entries
+            .find(self.hash(key), |(name, _)| **name == *key)
+            .map(|(_, reservation)| reservation)
+    }
+
     fn get_mut(&mut self, key: &[u8]) -> Option<&mut Reservation> {
         let hash = self.hash(key);
         self.entries
@@ -126,7 +132,7 @@ pub fn take(db: i32, key: &[u8], held: i64, count: u64, step: u64) -> Option<Seg
 /// The key's last reservation (live or voided); `None` if the key has not been used since
 /// the start, which means its fence is still to be applied.
 pub fn get(db: i32, key: &[u8]) -> Option<Reservation> {
-    in_db(db, |keys| keys.get_mut(key).map(|reservation| *reservation)).flatten()
+    in_db(db, |keys| keys.get(key).copied()).flatten()
 }
 
 /// Stores the key's new reservation, after its top was written into the key.
