@@ -11,6 +11,7 @@ use std::ptr::NonNull;
 use idgen_core::IdFormat;
 use redis_module::{raw, Context, ContextFlags};
 
+use crate::connected_clients;
 use crate::decimal::DecimalBuffer;
 use crate::refusal::Refusal;
 
@@ -42,6 +43,8 @@ pub struct Call {
     argc: usize,
     /// The context flags, asked of Redis once per call (a batch reply consults them per ID).
     flags: Cell<Option<c_int>>,
+    /// Whether the call runs inside a script, once known (a batch reply asks per ID).
+    from_script: Cell<Option<bool>>,
 }
 
 impl Call {
@@ -59,6 +62,7 @@ impl Call {
             argv,
             argc: usize::try_from(argc).unwrap_or(0),
             flags: Cell::new(None),
+            from_script: Cell::new(None),
         }
     }
 
@@ -121,13 +125,45 @@ impl Call {
     }
 
     /// Whether the call comes from a Lua script or function, where numbers are doubles
-    /// that cannot hold a 63-bit ID exactly.
+    /// that cannot hold a 63-bit ID exactly. A client known to have a connection is never
+    /// in a script (see `connected_clients`), which spares asking for the context flags.
+    #[inline]
     pub fn is_from_script(&self) -> bool {
-        self.flags().contains(ContextFlags::LUA)
+        if let Some(known) = self.from_script.get() {
+            return known;
+        }
+        let client_id = self.client_id();
+        let from_script = if connected_clients::is_known(client_id) {
+            false
+        } else {
+            let from_script = self.flags().contains(ContextFlags::LUA);
+            if !from_script && self.client_has_connection(client_id) {
+                connected_clients::remember(client_id);
+            }
+            from_script
+        };
+        self.from_script.set(Some(from_script));
+        from_script
+    }
+
+    /// The calling client's ID (0 where the context has no client).
+    fn client_id(&self) -> u64 {
+        // SAFETY: ctx is the running command's context.
+        unsafe { raw::RedisModule_GetClientId.unwrap()(self.ctx) }
+    }
+
+    /// Whether the client `client_id` has a network connection: the server's client index,
+    /// which `RedisModule_GetClientInfoById` searches, holds only those.
+    fn client_has_connection(&self, client_id: u64) -> bool {
+        // SAFETY: a null info pointer asks only whether the client exists.
+        let status =
+            unsafe { raw::RedisModule_GetClientInfoById.unwrap()(std::ptr::null_mut(), client_id) };
+        status == raw::REDISMODULE_OK as c_int
     }
 
     /// Replies with a snowflake ID: an integer, or a string inside scripts so that Lua
     /// does not round it to a double.
+    #[inline]
     pub fn reply_id(&self, id: u64) {
         if self.is_from_script() {
             self.reply_bulk(DecimalBuffer::new().u64(id));
@@ -145,6 +181,7 @@ impl Call {
 
     /// Replies with a snowflake ID as [`Call::reply_id`] does, or as a string in `format`
     /// (`FORMAT decimal|base32|base62`).
+    #[inline]
     pub fn reply_id_in(&self, id: u64, format: Option<IdFormat>) {
         match format {
             None => self.reply_id(id),
@@ -200,6 +237,7 @@ impl Call {
     }
 
     /// Replies with an integer.
+    #[inline]
     pub fn reply_integer(&self, value: i64) {
         raw::reply_with_long_long(self.ctx, value);
     }

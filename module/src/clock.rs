@@ -68,11 +68,22 @@ impl CallClocks {
     /// the command is not part of a transaction or script (`one_time_for_many`), or the
     /// clock itself.
     pub fn read(one_time_for_many: bool) -> Self {
-        let server = (!one_time_for_many).then(server_wall_unix_ms).flatten();
         CallClocks {
-            wall_unix_ms: server.unwrap_or_else(wall_unix_ms),
+            wall_unix_ms: if one_time_for_many {
+                wall_unix_ms()
+            } else {
+                command_wall_unix_ms()
+            },
         }
     }
+}
+
+/// The server's wall-clock reading for the running command where it keeps one
+/// ([`server_wall_unix_ms`]), or the clock. Inside a transaction or script that reading
+/// stands still for all their commands; use it only where a time that stands still is
+/// harmless.
+pub fn command_wall_unix_ms() -> u64 {
+    server_wall_unix_ms().unwrap_or_else(wall_unix_ms)
 }
 
 impl Clocks for CallClocks {

@@ -39,15 +39,20 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key = keys.open::<Read>(key_name);
     let value = key.value::<SnowflakeKey>()?;
     let state = value.map_or(KeyState::default(), SnowflakeKey::state);
-    let clocks = clock::CallClocks::read(call.is_in_transaction_or_script());
-    let wall_unix_ms = clocks.wall_unix_ms();
     let shard = shard.unwrap_or(config.default_shard);
     let reply = |id: u64| call.reply_id_in(id, format);
     // Almost every call: one ID for a key this instance owns, under its bound, in the same
     // millisecond as the call before. The general rule below gives the same answer for it
     // (idgen-core property-tests that); this path skips its bookkeeping.
+    //
+    // It takes the server's time for the command without asking whether the call is in a
+    // transaction or script, where that time stands still: the path issues only in the wall
+    // millisecond the previous call saw, never borrowing ahead, so a time standing still
+    // makes it answer `None` once that millisecond's sequence is used up, and the general
+    // rule then asks and reads the clock itself.
     if let (None, Some(value)) = (count, value) {
         let me = state::incarnation();
+        let wall_unix_ms = clock::command_wall_unix_ms();
         let fast = state::with_sequence(|sequence| {
             sequence.issue_one_owned(wall_unix_ms, shard, state, me)
         });
@@ -61,6 +66,8 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
             return Ok(());
         }
     }
+    let clocks = clock::CallClocks::read(call.is_in_transaction_or_script());
+    let wall_unix_ms = clocks.wall_unix_ms();
     let (issue, pacing) = state::with_sequence(|sequence| {
         let issue = sequence.issue_for_key(
             &clocks,

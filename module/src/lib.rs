@@ -15,6 +15,7 @@ mod cmd_segment;
 mod cmd_snowflake;
 mod command_docs;
 mod compat;
+mod connected_clients;
 mod counters;
 mod decimal;
 mod events;

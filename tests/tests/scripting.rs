@@ -114,3 +114,57 @@ fn functions_get_exact_ids_too() {
     let bound: i64 = cmd("SNOWFLAKE.BOUND").arg("fn").query(&mut conn).unwrap();
     assert!(bound >= ids[999]);
 }
+
+/// Whether a call runs in a script is remembered per client with a connection (it never
+/// does): a connection's own calls get integers before, between and after its scripts and
+/// functions, whose calls get strings — one ID at a time as in batches.
+#[test]
+fn a_connection_gets_integers_and_its_scripts_get_strings() {
+    let server = Server::start(&[]);
+    let mut conn = server.conn();
+    let library = "#!lua name=onelib\n\
+        redis.register_function('one', function(keys, args) \
+        return redis.call('SNOWFLAKE.NEXT', keys[1]) end)";
+    let _: String = cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(library)
+        .query(&mut conn)
+        .unwrap();
+    let script = redis::Script::new("return redis.call('SNOWFLAKE.NEXT', KEYS[1])");
+    let mut ids = Vec::new();
+    for round in 0..3 {
+        // Direct calls, pipelined and single: integers.
+        let direct: Vec<redis::Value> = (0..40)
+            .fold(redis::pipe(), |mut pipe, _| {
+                pipe.cmd("SNOWFLAKE.NEXT").arg("mixed");
+                pipe
+            })
+            .query(&mut conn)
+            .unwrap();
+        for value in direct {
+            let redis::Value::Int(id) = value else {
+                panic!("round {round}: a direct call answered {value:?}, not an integer");
+            };
+            ids.push(id);
+        }
+        // The same connection's script and function: strings, exact.
+        for value in [
+            script
+                .key("mixed")
+                .invoke::<redis::Value>(&mut conn)
+                .unwrap(),
+            cmd("FCALL")
+                .arg("one")
+                .arg(1)
+                .arg("mixed")
+                .query::<redis::Value>(&mut conn)
+                .unwrap(),
+        ] {
+            let redis::Value::BulkString(text) = value else {
+                panic!("round {round}: a script's call answered {value:?}, not a string");
+            };
+            ids.push(String::from_utf8(text).unwrap().parse().unwrap());
+        }
+    }
+    assert_strictly_increasing(&ids);
+}
