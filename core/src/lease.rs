@@ -87,6 +87,7 @@ impl SnowflakeSequence {
     /// nothing is written. `None` when that does not hold, with nothing changed: then
     /// [`SnowflakeSequence::issue_for_key`] decides, and for the calls this answers it
     /// gives the same ID and the same state (property-tested).
+    #[inline]
     pub fn issue_one_owned(
         &mut self,
         wall_unix_ms: u64,

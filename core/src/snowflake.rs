@@ -449,6 +449,7 @@ impl SnowflakeSequence {
     /// the caller then takes [`SnowflakeSequence::issue`], whose result for such a
     /// call this equals (property-tested), without its bookkeeping (no batch, no clock
     /// other than the wall, no pace to record).
+    #[inline]
     pub(crate) fn issue_one_within(
         &mut self,
         wall_unix_ms: u64,
@@ -459,17 +460,23 @@ impl SnowflakeSequence {
         let layout = &self.config.layout;
         let wall = self.wall_ms(wall_unix_ms);
         let last = self.last?;
-        if self.last_seen_wall_ms != Some(wall) || shard >= layout.shard_values() {
-            return None;
-        }
-        let wall_units = self.units(wall);
-        let next = self.next_position(wall_units);
-        if next.time > last.time.max(wall_units)
-            || next.time > self.units(wall.saturating_add(self.config.max_drift_ms))
-            || next.time >= layout.time_values()
+        // The next index in the last ID's time unit, which the wall clock has not passed:
+        // where `next_position` puts it, with nothing borrowed beyond what already was.
+        // (In a new unit the previous call saw another wall millisecond, so the general
+        // rule answers that call anyway.)
+        if self.last_seen_wall_ms != Some(wall)
+            || last.index + 1 >= self.ids_per_ms
+            || self.units(wall) > last.time
+            || last.time > self.units(wall.saturating_add(self.config.max_drift_ms))
+            || last.time >= layout.time_values()
+            || shard >= layout.shard_values()
         {
             return None;
         }
+        let next = Position {
+            time: last.time,
+            index: last.index + 1,
+        };
         let id = self.composer.id(next, shard);
         if id <= above || id > bound {
             return None;

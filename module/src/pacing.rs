@@ -19,13 +19,20 @@ pub fn is_pacing() -> bool {
 
 /// Records what the last issuing call found — how far the clock runs ahead of the wall
 /// clock if it is pacing, `None` if not — and logs a change.
+#[inline]
 pub fn observe(pacing_ahead_ms: Option<u64>) {
-    let pacing = pacing_ahead_ms.is_some();
-    // A load first: a swap is a locked instruction on every call, and the state changes
-    // only when the clock starts or stops running ahead.
-    if PACING.load(Ordering::Relaxed) == pacing {
-        return;
+    // A load first, inline in the command: a swap is a locked instruction on every call,
+    // and the state changes only when the clock starts or stops running ahead.
+    if PACING.load(Ordering::Relaxed) != pacing_ahead_ms.is_some() {
+        change(pacing_ahead_ms);
     }
+}
+
+/// Records a change of state, and logs it (out of line: it happens once per clock step).
+#[cold]
+#[inline(never)]
+fn change(pacing_ahead_ms: Option<u64>) {
+    let pacing = pacing_ahead_ms.is_some();
     PACING.store(pacing, Ordering::Relaxed);
     let config = state::config();
     let message = match pacing_ahead_ms {

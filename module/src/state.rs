@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use idgen_core::{Config, Now, SnowflakeSequence};
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
-static SEQUENCE: Mutex<Option<SnowflakeSequence>> = Mutex::new(None);
+static SEQUENCE: OnceLock<Mutex<SnowflakeSequence>> = OnceLock::new();
 static INCARNATION: AtomicU64 = AtomicU64::new(0);
 
 /// This instance's current incarnation: the token that owns the snowflake keys it issues
@@ -36,7 +36,11 @@ pub fn install(config: Config, now: Now) {
     new_incarnation();
     let mut sequence = SnowflakeSequence::new(config);
     sequence.apply_restart_fence(now);
-    *lock_sequence() = Some(sequence);
+    if let Err(sequence) = SEQUENCE.set(Mutex::new(sequence)) {
+        // Installed once per process (the module cannot be unloaded): not reached, but
+        // a second install would start afresh, as the first did.
+        *lock_sequence() = sequence.into_inner().unwrap_or_else(|p| p.into_inner());
+    }
 }
 
 /// The configuration the module was loaded with.
@@ -53,17 +57,15 @@ pub fn config() -> &'static Config {
 /// Runs `f` on the instance's snowflake sequence (installed at load; see `config` for
 /// what happens before).
 pub fn with_sequence<R>(f: impl FnOnce(&mut SnowflakeSequence) -> R) -> R {
-    let mut guard = lock_sequence();
-    let sequence = guard
-        .as_mut()
-        .expect("the snowflake sequence is used before the module installed it");
-    f(sequence)
+    f(&mut lock_sequence())
 }
 
-fn lock_sequence() -> MutexGuard<'static, Option<SnowflakeSequence>> {
+fn lock_sequence() -> MutexGuard<'static, SnowflakeSequence> {
     // A panic while holding the lock is caught before it reaches Redis; the sequence is
     // only ever replaced whole, so the value behind a poisoned lock is still consistent.
     SEQUENCE
+        .get()
+        .expect("the snowflake sequence is used before the module installed it")
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
