@@ -6,7 +6,7 @@ use redis_module::raw;
 use crate::args::{parse_options, COUNT, DECIMAL_FORMAT};
 use crate::call::Call;
 use crate::cmd_snowflake::refuse_on_replica;
-use crate::key::{Key, KeyKind, Keyspace, Read, Write};
+use crate::key::{Key, Keyspace, Read, Write};
 use crate::refusal::{wrong_type, Refusal};
 use crate::{clock, counters, segment_keys, segment_marks, state};
 
@@ -93,21 +93,18 @@ fn write_ahead(
 
 /// The integer a segment key holds (0 when missing); refuses any other value.
 fn counter_value(key: &Key<'_, Read>) -> Result<i64, Refusal> {
-    match key.kind() {
-        KeyKind::Empty => Ok(0),
-        KeyKind::String => {
-            let text = key.string_value();
-            parse_redis_integer(text).ok_or_else(|| {
-                Refusal::new(
-                    "ERR",
-                    format!(
-                        "the key holds '{}', not an integer; SEGMENT.NEXT continues from a plain \
-                         integer (SET it to a number, or use another key)",
-                        String::from_utf8_lossy(&text[..text.len().min(40)])
-                    ),
-                )
-            })
-        }
-        _ => Err(wrong_type()),
+    match key.string() {
+        Ok(None) => Ok(0),
+        Ok(Some(text)) => parse_redis_integer(text).ok_or_else(|| {
+            Refusal::new(
+                "ERR",
+                format!(
+                    "the key holds '{}', not an integer; SEGMENT.NEXT continues from a plain \
+                     integer (SET it to a number, or use another key)",
+                    String::from_utf8_lossy(&text[..text.len().min(40)])
+                ),
+            )
+        }),
+        Err(_) => Err(wrong_type()),
     }
 }

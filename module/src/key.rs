@@ -143,19 +143,31 @@ impl<M: Mode> Key<'_, M> {
             .map(|value| unsafe { value.as_ref() }))
     }
 
-    /// The bytes of a string key (empty for an empty key).
-    pub fn string_value(&self) -> &[u8] {
+    /// The key's string: `Ok(Some(bytes))` if it holds a string, `Ok(None)` if it is
+    /// empty, and its kind if it holds anything else.
+    pub fn string(&self) -> Result<Option<&[u8]>, KeyKind> {
         if self.handle.is_null() {
-            return &[];
+            return Ok(None);
         }
         let mut len = 0;
+        // One API call for the common case: Redis answers null for a key of another type
+        // and a placeholder of length 0 for an empty key, which only then is asked apart
+        // from an empty string.
         let ptr = raw::string_dma(self.handle, &mut len, raw::KeyMode::READ);
         if ptr.is_null() {
-            return &[];
+            return Err(self.kind());
+        }
+        if len == 0 {
+            return match self.kind() {
+                KeyKind::Empty => Ok(None),
+                _ => Ok(Some(&[])),
+            };
         }
         // SAFETY: DMA returns `len` readable bytes valid until the key is modified or
         // closed; both need `&mut self` or the key's drop, which this borrow prevents.
-        unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
+        Ok(Some(unsafe {
+            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+        }))
     }
 
     /// The pointer to the key's value if it is a value of `T`'s registered type.
