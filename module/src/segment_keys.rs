@@ -17,36 +17,27 @@
 //!
 //! One table per database, keyed by the key's bytes hashed with SipHash-1-3 under a random
 //! key, as Redis hashes its own keyspace: key names come from clients, and a hash they could
-//! make collide would let one client slow the server's main thread. The bytes are hashed in
-//! one write (a map of `Box<[u8]>` would also hash the length, a second SipHash round that
-//! cost about a hundred instructions a call). Redis runs all of this on its main thread; the
-//! mutex makes it a safe static.
+//! make collide would let one client slow the server's main thread (`name_hash`). Redis runs
+//! all of this on its main thread; the mutex makes it a safe static.
 
-use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::{Mutex, MutexGuard};
 
 use hashbrown::HashTable;
 use idgen_core::{Reservation, SegmentRange};
 
 use crate::key_slot;
+use crate::name_hash::NameHasher;
 
 /// One database's keys: name and reservation.
 #[derive(Default)]
 struct Keys {
     entries: HashTable<(Box<[u8]>, Reservation)>,
-    hasher: RandomState,
-}
-
-/// SipHash of a key name under `keys`'s random key, in one write.
-fn hash_name(keys: &RandomState, name: &[u8]) -> u64 {
-    let mut hasher = keys.build_hasher();
-    hasher.write(name);
-    hasher.finish()
+    hasher: NameHasher,
 }
 
 impl Keys {
     fn hash(&self, key: &[u8]) -> u64 {
-        hash_name(&self.hasher, key)
+        self.hasher.hash(key)
     }
 
     fn get(&self, key: &[u8]) -> Option<&Reservation> {
@@ -71,7 +62,7 @@ impl Keys {
         let hasher = &self.hasher;
         self.entries
             .insert_unique(hash, (key.into(), reservation), |(name, _)| {
-                hash_name(hasher, name)
+                hasher.hash(name)
             });
     }
 
@@ -86,7 +77,7 @@ impl Keys {
         if capacity > 64 && len < capacity / 4 {
             let hasher = &self.hasher;
             self.entries
-                .shrink_to(len * 2, |(name, _)| hash_name(hasher, name));
+                .shrink_to(len * 2, |(name, _)| hasher.hash(name));
         }
     }
 
