@@ -90,6 +90,35 @@ pub struct Instructions {
     pub total: f64,
     /// `processCommand`, inclusive: look up, run, reply.
     pub process_command: f64,
+    /// For idgen's commands: the floor's counts when it opens this command's key. Where
+    /// the server's random hash seed puts a key in its table moves a lookup by up to about
+    /// 150 instructions, so the floor is compared on the same key.
+    pub floor_on_same_key: Option<FloorOnKey>,
+}
+
+/// The floor's counts on another command's key.
+#[derive(Clone, Copy)]
+pub struct FloorOnKey {
+    /// As [`Instructions::total`].
+    pub total: f64,
+    /// As [`Instructions::process_command`].
+    pub process_command: f64,
+}
+
+impl Instructions {
+    /// The floor's instructions per request over these. Where the floor ran on the same
+    /// key: its whole request over its whole request plus what this command adds inside
+    /// `processCommand`. Reading requests and writing replies are the same work for both,
+    /// but under valgrind how many requests one read takes varies from phase to phase
+    /// (up to 260 instructions a request seen between two phases of one command).
+    pub fn floor_ratio(&self, floor: &Instructions) -> f64 {
+        match self.floor_on_same_key {
+            Some(same_key) => {
+                same_key.total / (same_key.total + self.process_command - same_key.process_command)
+            }
+            None => floor.total / self.total,
+        }
+    }
 }
 
 /// The floor module, built by scripts/floor-module.sh (`IDGEN_FLOOR_MODULE` names it).
@@ -224,13 +253,15 @@ fn instructions(name: &str, program: &Path, requests: u64) -> Vec<Instructions> 
         pipeline: 32,
         requests,
     };
-    let mut counts = Vec::new();
-    for (phase, command) in COMMANDS.iter().enumerate() {
+    let mut phases = 0;
+    let mut count = |words: &[&str]| {
         control(&pid, &["-z"]);
-        requests_per_second(server.port(), load, &words(command));
-        control(&pid, &["-d", &format!("phase{phase}")]);
+        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        requests_per_second(server.port(), load, &words);
+        phases += 1;
+        control(&pid, &["-d", &format!("phase{phases}")]);
         // Dumps are numbered from 1 in the order they are made.
-        let dump = PathBuf::from(format!("{}.{}", out.display(), phase + 1));
+        let dump = PathBuf::from(format!("{}.{phases}", out.display()));
         let annotated = Command::new("callgrind_annotate")
             .arg("--inclusive=yes")
             .arg(&dump)
@@ -242,16 +273,36 @@ fn instructions(name: &str, program: &Path, requests: u64) -> Vec<Instructions> 
         // request, and a phase runs for seconds under valgrind: counted, it would charge the
         // slower command for the time valgrind took. It is left out.
         let cron = crate::instructions::inclusive(&text, "serverCron");
-        let counted = Instructions {
+        let _ = std::fs::remove_file(&dump);
+        Instructions {
             total: per_request(program_total(&text).saturating_sub(cron)),
             process_command: per_request(crate::instructions::inclusive(&text, "processCommand")),
-        };
+            floor_on_same_key: None,
+        }
+    };
+    let mut counts = Vec::new();
+    for (index, command) in COMMANDS.iter().enumerate() {
+        let mut counted = count(&command.words);
+        if index > FLOOR {
+            let floor = count(&[COMMANDS[FLOOR].words[0], command.words[1]]);
+            counted.floor_on_same_key = Some(FloorOnKey {
+                total: floor.total,
+                process_command: floor.process_command,
+            });
+        }
         eprintln!(
-            "{name} callgrind: {:<18} {:>6.0} instructions per request ({:.0} in processCommand)",
-            command.label, counted.total, counted.process_command
+            "{name} callgrind: {:<18} {:>6.0} instructions per request ({:.0} in processCommand){}",
+            command.label,
+            counted.total,
+            counted.process_command,
+            counted
+                .floor_on_same_key
+                .map_or(String::new(), |floor| format!(
+                    "; the floor on its key {:.0} ({:.0})",
+                    floor.total, floor.process_command
+                ))
         );
         counts.push(counted);
-        let _ = std::fs::remove_file(&dump);
     }
     server.terminate();
     let _ = std::fs::remove_file(&out);
