@@ -33,28 +33,32 @@ unsafe extern "C" fn on_key_event(
     event: *const c_char,
     key: *mut raw::RedisModuleString,
 ) -> c_int {
-    guard::or_log("forgetting a deleted key", (), || {
-        // SAFETY: Redis passes the event's name as a NUL-terminated string, alive for the call.
-        let event = unsafe { CStr::from_ptr(event) };
-        let gone = KEY_GONE.contains(&event) || event == c"evicted";
-        if !gone && !KEY_REPLACED.contains(&event) {
-            return;
-        }
-        let mut len = 0usize;
-        // SAFETY: key is the event's key, alive for the call; the bytes are read before it
-        // returns.
-        let bytes = unsafe {
-            let ptr = raw::RedisModule_StringPtrLen.unwrap()(key, &mut len);
-            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-        };
-        // SAFETY: ctx is the event's context.
-        let db = unsafe { raw::RedisModule_GetSelectedDb.unwrap()(ctx) };
-        if gone {
-            segment_keys::forget(db, bytes);
-        } else {
-            segment_keys::void(db, bytes);
-        }
-    });
+    guard::or_log(
+        "following a key deleted or replaced behind the module",
+        (),
+        || {
+            // SAFETY: Redis passes the event's name as a NUL-terminated string, alive for the call.
+            let event = unsafe { CStr::from_ptr(event) };
+            let gone = KEY_GONE.contains(&event) || event == c"evicted";
+            if !gone && !KEY_REPLACED.contains(&event) {
+                return;
+            }
+            let mut len = 0usize;
+            // SAFETY: key is the event's key, alive for the call; the bytes are read before it
+            // returns.
+            let bytes = unsafe {
+                let ptr = raw::RedisModule_StringPtrLen.unwrap()(key, &mut len);
+                std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+            };
+            // SAFETY: ctx is the event's context.
+            let db = unsafe { raw::RedisModule_GetSelectedDb.unwrap()(ctx) };
+            if gone {
+                segment_keys::forget(db, bytes);
+            } else {
+                segment_keys::void(db, bytes);
+            }
+        },
+    );
     raw::REDISMODULE_OK as c_int
 }
 
