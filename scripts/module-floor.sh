@@ -12,11 +12,11 @@
 # the floor and to INCR. Installs what it needs (redis-benchmark, the servers) and builds
 # the release module first.
 #
-#   scripts/module-floor.sh [ROUNDS] [REQUESTS]            # defaults: 5 rounds of 1,000,000
+#   scripts/module-floor.sh [ROUNDS] [REQUESTS]            # defaults: 9 rounds of 1,000,000
 #   IDGEN_SERVERS="valkey-9.1" scripts/module-floor.sh     # one server (names: servers.sh names)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-5}
+rounds=${1:-9}
 requests=${2:-1000000}
 scripts/deps.sh --bench
 [ -n "${REDIS_SERVER:-}" ] || scripts/servers.sh install
