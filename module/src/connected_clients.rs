@@ -21,14 +21,15 @@
 //! others are not in the server's client index); it is asked once per client, on the first
 //! call not answered here.
 //!
-//! The table is direct-mapped on the ID: up to 256 connections (IDs are handed out in
-//! sequence) are each remembered; beyond that two clients may evict each other, which
-//! costs the flags again, never a wrong answer — an entry holds a whole ID and is only ever
-//! compared with the asking call's own ID.
+//! The table is direct-mapped on the ID (32 KiB): connections whose IDs differ by less than
+//! 4,096 (IDs are handed out in sequence) are each remembered; two whose IDs are equal
+//! modulo 4,096 may evict each other, which costs the flags and the index lookup again on
+//! their calls, never a wrong answer — an entry holds a whole ID and is only ever compared
+//! with the asking call's own ID.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-const SLOTS: usize = 256;
+const SLOTS: usize = 4096;
 
 /// The IDs known to have a connection; 0 (no client has ID 0) marks an empty slot.
 static KNOWN: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
