@@ -185,8 +185,9 @@ fn seed_keys(server: &Server) {
         .unwrap();
 }
 
-fn words(command: &FloorCommand) -> Vec<String> {
-    command.words.iter().map(|w| w.to_string()).collect()
+/// A command's words as redis-benchmark's arguments.
+fn owned(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
 }
 
 pub fn run(rounds: usize, scale: f64, count_instructions: bool) -> Vec<ServerFloor> {
@@ -207,7 +208,7 @@ pub fn run(rounds: usize, scale: f64, count_instructions: bool) -> Vec<ServerFlo
             // far less than five's (0.85–0.95 between full runs with five).
             for round in 0..rounds.max(FLOOR_ROUNDS) {
                 for (index, command) in COMMANDS.iter().enumerate() {
-                    let rate = requests_per_second(server.port(), load, &words(command));
+                    let rate = requests_per_second(server.port(), load, &owned(&command.words));
                     eprintln!(
                         "{name} round {}: {:<18} {:>12.0} requests/s",
                         round + 1,
@@ -261,8 +262,7 @@ fn instructions(name: &str, program: &Path, requests: u64) -> Vec<Instructions> 
     let mut phases = 0;
     let mut count = |words: &[&str]| {
         control(&pid, &["-z"]);
-        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-        requests_per_second(server.port(), load, &words);
+        requests_per_second(server.port(), load, &owned(words));
         phases += 1;
         control(&pid, &["-d", &format!("phase{phases}")]);
         // Dumps are numbered from 1 in the order they are made.

@@ -116,8 +116,8 @@ fn functions_get_exact_ids_too() {
 }
 
 /// Whether a call runs in a script is remembered per client with a connection (it never
-/// does): a connection's own calls get integers before, between and after its scripts and
-/// functions, whose calls get strings — one ID at a time as in batches.
+/// does): a connection's own single calls get integers before, between and after its
+/// scripts' and functions' single calls, which get strings (batches inside scripts: above).
 #[test]
 fn a_connection_gets_integers_and_its_scripts_get_strings() {
     let server = Server::start(&[]);
