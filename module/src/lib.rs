@@ -25,6 +25,7 @@ mod info;
 mod key;
 mod key_events;
 mod key_slot;
+mod main_thread;
 mod name_hash;
 mod pacing;
 mod refusal;

@@ -20,12 +20,11 @@
 //! make collide would let one client slow the server's main thread (`name_hash`). Redis runs
 //! all of this on its main thread; the mutex makes it a safe static.
 
-use std::sync::{Mutex, MutexGuard};
-
 use hashbrown::HashTable;
 use idgen_core::{Reservation, SegmentRange};
 
 use crate::key_slot;
+use crate::main_thread::MainThreadCell;
 use crate::name_hash::NameHasher;
 
 /// One database's keys: name and reservation.
@@ -92,26 +91,21 @@ impl Keys {
 
 /// Per database (indexed by its number), the segment keys used since the start. `None`
 /// until the module has loaded.
-static TABLE: Mutex<Option<Vec<Keys>>> = Mutex::new(None);
-
-fn lock() -> MutexGuard<'static, Option<Vec<Keys>>> {
-    // Every change is a whole insert, remove or field store: the table behind a poisoned
-    // lock is consistent.
-    TABLE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+/// (Every change is a whole insert, remove or field store: after a panic caught inside a
+/// use, the table is consistent.)
+static TABLE: MainThreadCell<Option<Vec<Keys>>> = MainThreadCell::new(None);
 
 /// Arms the fence for every key: called once, when the module loads (a start).
 pub fn arm() {
-    *lock() = Some(Vec::new());
+    TABLE.with(|table| *table = Some(Vec::new()));
 }
 
 /// Runs `f` on the keys of `db`, if any were used.
 fn in_db<R>(db: i32, f: impl FnOnce(&mut Keys) -> R) -> Option<R> {
-    let mut guard = lock();
-    let keys = guard.as_mut()?.get_mut(usize::try_from(db).ok()?)?;
-    Some(f(keys))
+    TABLE.with(|table| {
+        let keys = table.as_mut()?.get_mut(usize::try_from(db).ok()?)?;
+        Some(f(keys))
+    })
 }
 
 /// Takes `count` values from the key's reservation, if the key `held` its top and enough are
@@ -131,12 +125,13 @@ pub fn store(db: i32, key: &[u8], reservation: Reservation) {
     let Ok(index) = usize::try_from(db) else {
         return;
     };
-    let mut guard = lock();
-    let Some(table) = guard.as_mut() else { return };
-    if table.len() <= index {
-        table.resize_with(index + 1, Keys::default);
-    }
-    table[index].insert(key, reservation);
+    TABLE.with(|table| {
+        let Some(table) = table.as_mut() else { return };
+        if table.len() <= index {
+            table.resize_with(index + 1, Keys::default);
+        }
+        table[index].insert(key, reservation);
+    });
 }
 
 /// Voids the reservation of `key` in `db`: its next call continues above what it holds.
@@ -146,13 +141,13 @@ pub fn void(db: i32, key: &[u8]) {
 
 /// Voids every reservation in `db` (`-1`: in every database).
 pub fn void_all(db: i32) {
-    if let Some(table) = lock().as_mut() {
-        for (index, keys) in table.iter_mut().enumerate() {
+    TABLE.with(|table| {
+        for (index, keys) in table.iter_mut().flatten().enumerate() {
             if db == -1 || usize::try_from(db) == Ok(index) {
                 keys.reservations().for_each(Reservation::void);
             }
         }
-    }
+    });
 }
 
 /// `SWAPDB first second`: the keys' records follow their data, and every reservation in
@@ -161,7 +156,8 @@ pub fn swap_dbs(first: i32, second: i32) {
     let (Ok(first), Ok(second)) = (usize::try_from(first), usize::try_from(second)) else {
         return;
     };
-    if let Some(table) = lock().as_mut() {
+    TABLE.with(|table| {
+        let Some(table) = table.as_mut() else { return };
         let needed = first.max(second) + 1;
         if table.len() < needed {
             table.resize_with(needed, Keys::default);
@@ -170,15 +166,15 @@ pub fn swap_dbs(first: i32, second: i32) {
         for index in [first, second] {
             table[index].reservations().for_each(Reservation::void);
         }
-    }
+    });
 }
 
 /// Forgets the keys of the slots in `ranges` (inclusive), which moved to another node: if
 /// one comes back, it is fenced again, which is safe. Returns how many were forgotten.
 pub fn forget_slots(ranges: &[(u16, u16)]) -> usize {
-    let mut forgotten = 0;
-    if let Some(table) = lock().as_mut() {
-        for keys in table.iter_mut() {
+    TABLE.with(|table| {
+        let mut forgotten = 0;
+        for keys in table.iter_mut().flatten() {
             let before = keys.len();
             keys.entries.retain(|(key, _)| {
                 let slot = key_slot::of(key);
@@ -188,17 +184,18 @@ pub fn forget_slots(ranges: &[(u16, u16)]) -> usize {
             });
             forgotten += before - keys.len();
         }
-    }
-    forgotten
+        forgotten
+    })
 }
 
 /// The keys held in `db` (`-1`: in every database) with their reservation's top, copied
-/// out so that the caller can look them up without holding the lock (a lookup may expire a
+/// out so that the caller can look them up outside the table's use (a lookup may expire a
 /// key, whose event comes back here).
 pub fn held(db: i32) -> Vec<(i32, Vec<u8>, i64)> {
-    lock().as_ref().map_or_else(Vec::new, |table| {
+    TABLE.with(|table| {
         table
             .iter()
+            .flatten()
             .enumerate()
             .filter(|&(index, _)| db == -1 || usize::try_from(db) == Ok(index))
             .flat_map(|(index, keys)| {
@@ -212,9 +209,7 @@ pub fn held(db: i32) -> Vec<(i32, Vec<u8>, i64)> {
 
 /// How many keys are held (`INFO idgen`).
 pub fn len() -> usize {
-    lock()
-        .as_ref()
-        .map_or(0, |table| table.iter().map(Keys::len).sum())
+    TABLE.with(|table| table.iter().flatten().map(Keys::len).sum())
 }
 
 /// Forgets `key` in `db` (it was deleted, expired, evicted, renamed or moved away).

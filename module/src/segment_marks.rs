@@ -14,62 +14,59 @@
 //! replica that restarts from its own files keeps them. What a crash loses of them, or of
 //! the keys, the segment fence covers.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
-
 use crate::counters;
+use crate::main_thread::MainThreadCell;
+use std::collections::HashMap;
 
 type Marks = HashMap<i32, HashMap<Vec<u8>, i64>>;
 
-static MARKS: Mutex<Option<Marks>> = Mutex::new(None);
-
-fn lock() -> MutexGuard<'static, Option<Marks>> {
-    // Every update is a whole insert or remove, so a value behind a poisoned lock is sound.
-    MARKS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+/// (Every update is a whole insert or remove: after a panic caught inside a use, the marks
+/// are consistent.)
+static MARKS: MainThreadCell<Option<Marks>> = MainThreadCell::new(None);
 
 /// Remembers that `value` may have been handed out for `key` in `db` (keeps the larger of
 /// this and what was remembered before).
 pub fn remember(db: i32, key: &[u8], value: i64) {
-    let mut guard = lock();
-    let keys = guard
-        .get_or_insert_with(HashMap::new)
-        .entry(db)
-        .or_default();
-    match keys.get_mut(key) {
-        Some(known) => *known = (*known).max(value),
-        None => {
-            keys.insert(key.to_vec(), value);
+    MARKS.with(|marks| {
+        let keys = marks
+            .get_or_insert_with(HashMap::new)
+            .entry(db)
+            .or_default();
+        match keys.get_mut(key) {
+            Some(known) => *known = (*known).max(value),
+            None => {
+                keys.insert(key.to_vec(), value);
+            }
         }
-    }
+    });
 }
 
-/// The value remembered for `key` in `db`, if any. Costs one lock when nothing is held.
+/// The value remembered for `key` in `db`, if any.
 pub fn get(db: i32, key: &[u8]) -> Option<i64> {
-    lock().as_ref()?.get(&db)?.get(key).copied()
+    MARKS.with(|marks| marks.as_ref()?.get(&db)?.get(key).copied())
 }
 
 /// Forgets `key` in `db` once its data holds a value at or above the remembered one.
 pub fn forget(db: i32, key: &[u8]) {
-    let mut guard = lock();
-    let Some(marks) = guard.as_mut() else { return };
-    if let Some(keys) = marks.get_mut(&db) {
-        if keys.remove(key).is_some() {
-            counters::SEGMENT_MARKS_APPLIED.add(1);
+    MARKS.with(|marks| {
+        let Some(marks) = marks.as_mut() else { return };
+        if let Some(keys) = marks.get_mut(&db) {
+            if keys.remove(key).is_some() {
+                counters::SEGMENT_MARKS_APPLIED.add(1);
+            }
+            if keys.is_empty() {
+                marks.remove(&db);
+            }
         }
-        if keys.is_empty() {
-            marks.remove(&db);
-        }
-    }
+    });
 }
 
 /// Every remembered value, for the RDB aux data.
 pub fn snapshot() -> Vec<(i32, Vec<u8>, i64)> {
-    lock().as_ref().map_or_else(Vec::new, |marks| {
+    MARKS.with(|marks| {
         marks
             .iter()
+            .flatten()
             .flat_map(|(&db, keys)| {
                 keys.iter()
                     .map(move |(key, &value)| (db, key.clone(), value))
@@ -80,7 +77,5 @@ pub fn snapshot() -> Vec<(i32, Vec<u8>, i64)> {
 
 /// How many keys have a remembered value.
 pub fn len() -> usize {
-    lock()
-        .as_ref()
-        .map_or(0, |marks| marks.values().map(HashMap::len).sum())
+    MARKS.with(|marks| marks.iter().flatten().map(|(_, keys)| keys.len()).sum())
 }

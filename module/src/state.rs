@@ -1,17 +1,19 @@
 //! The instance-wide state: the validated configuration and the one snowflake sequence
 //! shared by every key.
 //!
-//! Redis runs commands on its main thread, so the mutex is never contended; it is there so
-//! that the state is a plain safe static.
+//! Redis runs commands on its main thread, so the sequence sits in a [`MainThreadCell`]
+//! rather than behind a lock.
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::OnceLock;
 
 use idgen_core::{Config, Now, SnowflakeSequence};
 
+use crate::main_thread::MainThreadCell;
+
 static CONFIG: OnceLock<Config> = OnceLock::new();
-static SEQUENCE: OnceLock<Mutex<SnowflakeSequence>> = OnceLock::new();
+static SEQUENCE: MainThreadCell<Option<SnowflakeSequence>> = MainThreadCell::new(None);
 static INCARNATION: AtomicU64 = AtomicU64::new(0);
 
 /// This instance's current incarnation: the token that owns the snowflake keys it issues
@@ -36,11 +38,9 @@ pub fn install(config: Config, now: Now) {
     new_incarnation();
     let mut sequence = SnowflakeSequence::new(config);
     sequence.apply_restart_fence(now);
-    if let Err(sequence) = SEQUENCE.set(Mutex::new(sequence)) {
-        // Installed once per process (the module cannot be unloaded): not reached, but
-        // a second install would start afresh, as the first did.
-        *lock_sequence() = sequence.into_inner().unwrap_or_else(|p| p.into_inner());
-    }
+    // Installed once per process (the module cannot be unloaded); a second install would
+    // start afresh, as the first did.
+    SEQUENCE.with(|installed| *installed = Some(sequence));
 }
 
 /// The configuration the module was loaded with.
@@ -57,15 +57,9 @@ pub fn config() -> &'static Config {
 /// Runs `f` on the instance's snowflake sequence (installed at load; see `config` for
 /// what happens before).
 pub fn with_sequence<R>(f: impl FnOnce(&mut SnowflakeSequence) -> R) -> R {
-    f(&mut lock_sequence())
-}
-
-fn lock_sequence() -> MutexGuard<'static, SnowflakeSequence> {
-    // A panic while holding the lock is caught before it reaches Redis; the sequence is
-    // only ever replaced whole, so the value behind a poisoned lock is still consistent.
-    SEQUENCE
-        .get()
-        .expect("the snowflake sequence is used before the module installed it")
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    SEQUENCE.with(|sequence| {
+        f(sequence
+            .as_mut()
+            .expect("the snowflake sequence is used before the module installed it"))
+    })
 }
