@@ -3,11 +3,11 @@
 
 use std::cell::Cell;
 
-use idgen_core::{Clocks, IdError, KeyRecord, KeyState};
+use idgen_core::{Batch, Clocks, IdError, IdFormat, KeyIssue, KeyRecord, KeyState};
 use redis_module::raw;
 
 use crate::args::{id_format, parse_options, COUNT, FORMAT, SHARD};
-use crate::call::Call;
+use crate::call::{Arg, Call};
 use crate::key::{Keyspace, Read, Write};
 use crate::refusal::Refusal;
 use crate::snowflake_type::SnowflakeKey;
@@ -28,54 +28,98 @@ pub fn refuse_on_replica(call: &Call) -> Result<(), Refusal> {
 /// `SNOWFLAKE.NEXT key [COUNT n] [SHARD s] [FORMAT decimal|base32|base62]`
 pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key_name = call.arg(1);
-    let [count, shard, format] =
-        parse_options(call, "SNOWFLAKE.NEXT", 2, [&COUNT, &SHARD, &FORMAT])?;
-    let format = format.map(id_format);
+    let options = NextOptions::parse(call)?;
     refuse_on_replica(call)?;
-    let config = state::config();
     // Opened for reading: most calls issue within the key's bound as its owner and change
     // only the in-memory last ID, which is not data (not saved, replicated or digested), so
     // Redis need not learn of a change. A call that extends the bound reopens it to write.
     let key = keys.open::<Read>(key_name);
     let value = key.value::<SnowflakeKey>()?;
-    let state = value.map_or(KeyState::default(), SnowflakeKey::state);
-    let shard = shard.unwrap_or(config.default_shard);
-    let reply = |id: u64| call.reply_id_in(id, format);
-    // Almost every call: one ID for a key this instance owns, under its bound, in the same
-    // millisecond as the call before. The general rule below gives the same answer for it
-    // (idgen-core property-tests that); this path skips its bookkeeping.
-    //
-    // It takes the server's time for the command without asking whether the call is in a
-    // transaction or script, where that time stands still: the path issues only in the wall
-    // millisecond the previous call saw, never borrowing ahead, so a time standing still
-    // makes it answer `None` once that millisecond's sequence is used up, and the general
-    // rule then asks and reads the clock itself.
-    if let (None, Some(value)) = (count, value) {
-        let me = state::incarnation();
-        let wall_unix_ms = clock::command_wall_unix_ms();
-        let fast = state::with_sequence(|sequence| {
-            sequence.issue_one_owned(wall_unix_ms, shard, state, me)
-        });
-        if let Some(id) = fast {
-            value.last_issued.set(Some(id));
-            // Within the drift bound: the clock is not running ahead.
-            pacing::observe(None);
-            counters::SNOWFLAKE_CALLS.add(1);
-            counters::SNOWFLAKE_IDS.add(1);
-            reply(id);
+    if let (None, Some(value)) = (options.count, value) {
+        if let Some(id) = issue_one_from_memory(value, options.shard) {
+            call.reply_id_in(id, options.format);
             return Ok(());
         }
     }
+    let issued = issue_by_the_rule(call, value, options)?;
+    drop(key);
+    if let Some(extended) = issued.extend {
+        write_bound(call, keys, key_name, extended, issued.batch.last_id())?;
+    }
+    reply_batch(call, &issued.batch, options);
+    Ok(())
+}
+
+/// `SNOWFLAKE.NEXT`'s options.
+#[derive(Clone, Copy)]
+struct NextOptions {
+    /// `COUNT n`: `None` for one ID, replied as a single value rather than an array.
+    count: Option<u64>,
+    /// `SHARD s`, or the configured default.
+    shard: u64,
+    /// `FORMAT`: `None` for the integer (a string inside scripts).
+    format: Option<IdFormat>,
+}
+
+impl NextOptions {
+    #[inline(always)]
+    fn parse(call: &Call) -> Result<Self, Refusal> {
+        let [count, shard, format] =
+            parse_options(call, "SNOWFLAKE.NEXT", 2, [&COUNT, &SHARD, &FORMAT])?;
+        Ok(NextOptions {
+            count,
+            shard: shard.unwrap_or_else(|| state::config().default_shard),
+            format: format.map(id_format),
+        })
+    }
+}
+
+/// Almost every call: one ID for a key this instance owns, under its bound, in the same
+/// millisecond as the call before; `None`, with nothing changed, for any other. The general
+/// rule ([`issue_by_the_rule`]) gives the same answer for it (idgen-core property-tests
+/// that); this path skips its bookkeeping, and stays small enough to run inline.
+///
+/// It takes the server's time for the command without asking whether the call is in a
+/// transaction or script, where that time stands still: the path issues only in the wall
+/// millisecond the previous call saw, never borrowing ahead, so a time standing still makes
+/// it answer `None` once that millisecond's sequence is used up, and the general rule then
+/// asks and reads the clock itself.
+#[inline(always)]
+fn issue_one_from_memory(value: &SnowflakeKey, shard: u64) -> Option<u64> {
+    let me = state::incarnation();
+    let wall_unix_ms = clock::command_wall_unix_ms();
+    let state = value.state();
+    let id =
+        state::with_sequence(|sequence| sequence.issue_one_owned(wall_unix_ms, shard, state, me))?;
+    value.last_issued.set(Some(id));
+    // Within the drift bound: the clock is not running ahead.
+    pacing::observe(None);
+    counters::SNOWFLAKE_CALLS.add(1);
+    counters::SNOWFLAKE_IDS.add(1);
+    Some(id)
+}
+
+/// The general rule, for every call the in-memory path does not answer: a batch, a new
+/// millisecond, a key this instance does not own (yet), a bound to extend, a clock that
+/// stepped. Records the last ID in the key's memory when the bound stays; the issue says
+/// which bound to write when it must be extended.
+#[inline(never)]
+fn issue_by_the_rule(
+    call: &Call,
+    value: Option<&SnowflakeKey>,
+    options: NextOptions,
+) -> Result<KeyIssue, Refusal> {
+    let state = value.map_or(KeyState::default(), SnowflakeKey::state);
     let clocks = clock::CallClocks::read(call.is_in_transaction_or_script());
     let wall_unix_ms = clocks.wall_unix_ms();
     let (issue, pacing) = state::with_sequence(|sequence| {
         let issue = sequence.issue_for_key(
             &clocks,
-            count.unwrap_or(1),
-            shard,
+            options.count.unwrap_or(1),
+            options.shard,
             state,
             state::incarnation(),
-            config.snowflake_lease_ms(),
+            state::config().snowflake_lease_ms(),
         )?;
         let pacing = sequence
             .is_pacing(wall_unix_ms)
@@ -87,39 +131,48 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
             counters::DRIFT_REFUSALS.add(1);
         }
     })?;
-    let batch = issue.batch;
+    let batch = &issue.batch;
     pacing::observe(pacing);
-    let last_issued = Some(batch.last_id());
-    match issue.extend {
-        // Within the key's bound, as its owner: only the in-memory last ID changes. Nothing
-        // is written to the dataset, replicas or the AOF.
-        None => {
-            if let Some(value) = value {
-                value.last_issued.set(last_issued);
-            }
-        }
-        Some(extended) => {
-            drop(key);
-            let mut key = keys.open::<Write>(key_name);
-            key.store(SnowflakeKey {
-                record: extended,
-                last_issued: Cell::new(last_issued),
-            })?;
-            drop(key);
-            // The bound reaches replicas and the AOF before any ID under it is answered.
-            call.replicate_key_values(
-                c"SNOWFLAKE.SETBOUND",
-                key_name,
-                extended.bound as i64,
-                extended.owner as i64,
-            );
-            counters::SNOWFLAKE_BOUND_WRITES.add(1);
-            // Like WATCH, a keyspace notification marks a change to the key's data: the
-            // bound, not the in-memory last ID (docs/commands.md).
-            call.notify(raw::NotifyEvent::MODULE, c"snowflake.next", key_name);
-        }
+    // Within the key's bound, as its owner: only the in-memory last ID changes. Nothing is
+    // written to the dataset, replicas or the AOF.
+    if let (None, Some(value)) = (issue.extend, value) {
+        value.last_issued.set(Some(batch.last_id()));
     }
+    Ok(issue)
+}
 
+/// Writes the key's extended bound (with the batch's last ID in memory), and sends it to
+/// replicas and the AOF before any ID under it is answered.
+#[inline(never)]
+fn write_bound(
+    call: &Call,
+    keys: &mut Keyspace<'_>,
+    key_name: Arg<'_>,
+    extended: KeyRecord,
+    last_id: u64,
+) -> Result<(), Refusal> {
+    let mut key = keys.open::<Write>(key_name);
+    key.store(SnowflakeKey {
+        record: extended,
+        last_issued: Cell::new(Some(last_id)),
+    })?;
+    drop(key);
+    call.replicate_key_values(
+        c"SNOWFLAKE.SETBOUND",
+        key_name,
+        extended.bound as i64,
+        extended.owner as i64,
+    );
+    counters::SNOWFLAKE_BOUND_WRITES.add(1);
+    // Like WATCH, a keyspace notification marks a change to the key's data: the bound, not
+    // the in-memory last ID (docs/commands.md).
+    call.notify(raw::NotifyEvent::MODULE, c"snowflake.next", key_name);
+    Ok(())
+}
+
+/// Counts the batch in `INFO idgen` and replies with it: its one ID, or an array of them
+/// for `COUNT`.
+fn reply_batch(call: &Call, batch: &Batch, options: NextOptions) {
     counters::SNOWFLAKE_CALLS.add(1);
     counters::SNOWFLAKE_IDS.add(batch.count);
     if batch.borrowed_ms != 0 {
@@ -128,13 +181,13 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     if batch.clock_stepped_back {
         counters::CLOCK_STEP_BACKS.add(1);
     }
-    if count.is_none() {
+    let reply = |id: u64| call.reply_id_in(id, options.format);
+    if options.count.is_none() {
         reply(batch.first_id());
     } else {
         call.reply_array(batch.count as usize);
         batch.ids().for_each(reply);
     }
-    Ok(())
 }
 
 /// `SNOWFLAKE.BOUND key`: the key's bound (every ID issued for it is at most this), or nil.
