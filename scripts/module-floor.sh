@@ -12,17 +12,23 @@
 # the floor and to INCR. Installs what it needs (redis-benchmark, the servers) and builds
 # the release module first.
 #
-#   scripts/module-floor.sh [ROUNDS] [REQUESTS]            # defaults: 9 rounds of 1,000,000
+#   scripts/module-floor.sh [ROUNDS] [REQUESTS]            # defaults: 25 rounds of 300,000
 #   IDGEN_SERVERS="valkey-9.1" scripts/module-floor.sh     # one server (names: servers.sh names)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-9}
-requests=${2:-1000000}
+rounds=${1:-25}
+requests=${2:-300000}
 scripts/deps.sh --bench
 [ -n "${REDIS_SERVER:-}" ] || scripts/servers.sh install
 cargo build --release -p idgen-module
 module=$PWD/target/release/libidgen.so
 floor=$(scripts/floor-module.sh)
+# The server on core 0 and redis-benchmark on core 1 where the machine can (bench/src/cpus.rs
+# says why): sharing a core now and then swings single rounds by a third.
+server_on=() driver_on=()
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+  server_on=(taskset -c 0) driver_on=(taskset -c 1)
+fi
 commands=("INCR ki" "IDFLOOR.NEXTID kf" "SNOWFLAKE.NEXT ks" "SEGMENT.NEXT kg")
 summary=()
 
@@ -31,7 +37,7 @@ measure() { # server-name server-binary
   dir=$(mktemp -d)
   port=$((20000 + RANDOM % 20000))
   echo "== $name: $("$server" --version)"
-  "$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+  "${server_on[@]}" "$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
     --logfile "$dir/server.log" --loadmodule "$module" snowflake-restart-fence no \
     --loadmodule "$floor" >/dev/null &
   pid=$!
@@ -51,7 +57,7 @@ measure() { # server-name server-binary
   local round cmd r
   for round in $(seq "$rounds"); do
     for cmd in "${commands[@]}"; do
-      r=$(redis-benchmark -p "$port" -c 50 -P 32 -n "$requests" -q $cmd 2>/dev/null |
+      r=$("${driver_on[@]}" redis-benchmark -p "$port" -c 50 -P 32 -n "$requests" -q $cmd 2>/dev/null |
         tr '\r' '\n' | grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1)
       all[$cmd]+="${r:-0} "
       printf 'round %s  %-20s %12s requests/s\n' "$round" "$cmd" "${r:-none}"
@@ -79,5 +85,5 @@ else
     measure "$name" "$(scripts/servers.sh path "$name")"
   done
 fi
-echo "== medians of $rounds rounds (redis-benchmark -c 50 -P 32 -n $requests); ratios: median of the rounds' ratios"
+echo "== medians of $rounds rounds (redis-benchmark -c 50 -P 32 -n $requests${server_on:+, server and driver pinned to cores 0 and 1}); ratios: median of the rounds' ratios"
 printf '%s\n' "${summary[@]}"

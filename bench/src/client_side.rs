@@ -191,6 +191,8 @@ pub async fn run(rounds: usize, scale: f64) -> Results {
                 clients: tasks,
                 pipeline: 1,
                 requests: (40_000.0 * scale) as u64,
+                // Beside the Rust client, which is not pinned either (`cpus`).
+                pinned: false,
             };
             let command: Vec<String> = ["SNOWFLAKE.NEXT", "k"].map(String::from).to_vec();
             let port = server.port();

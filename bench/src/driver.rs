@@ -4,12 +4,17 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::cpus;
+
 /// Connections, pipeline depth and request count of one run.
 #[derive(Debug, Clone, Copy)]
 pub struct Load {
     pub clients: u32,
     pub pipeline: u32,
     pub requests: u64,
+    /// Run redis-benchmark on its own core, for a server started on the other one
+    /// (`cpus::server_launcher`); ignored where the machine cannot pin.
+    pub pinned: bool,
 }
 
 /// What one `redis-benchmark` run measured.
@@ -27,7 +32,12 @@ pub struct Run {
 /// Runs `command` against 127.0.0.1:`port` under `load`.
 pub fn run(port: u16, load: Load, command: &[String]) -> Run {
     let started = Instant::now();
-    let output = Command::new("redis-benchmark")
+    let mut driver = if load.pinned {
+        cpus::driver_command("redis-benchmark")
+    } else {
+        Command::new("redis-benchmark")
+    };
+    let output = driver
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
         .args([
             "-c",

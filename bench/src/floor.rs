@@ -15,6 +15,7 @@ use std::process::Command;
 
 use idgen_tests::{Server, ServerOptions};
 
+use crate::cpus;
 use crate::driver::{requests_per_second, Load};
 use crate::server_side::MODULE_ARGS;
 use crate::stats::median;
@@ -46,7 +47,7 @@ pub const COMMANDS: [FloorCommand; 4] = [
 ];
 
 /// The least number of interleaved rounds per server.
-const FLOOR_ROUNDS: usize = 9;
+const FLOOR_ROUNDS: usize = 25;
 
 /// Index of the floor in [`COMMANDS`].
 pub const FLOOR: usize = 1;
@@ -194,18 +195,23 @@ pub fn run(rounds: usize, scale: f64, count_instructions: bool) -> Vec<ServerFlo
     servers()
         .into_iter()
         .map(|(name, program)| {
-            let server = Server::start_with(options(&program))
+            let server = Server::start_with(options(&program).run_under(&cpus::server_launcher()))
                 .unwrap_or_else(|failure| panic!("{name} did not start:\n{}", failure.log));
             let version = version_of(&program);
             seed_keys(&server);
             let load = Load {
                 clients: 50,
                 pipeline: 32,
-                requests: (1_000_000.0 * scale) as u64,
+                requests: (300_000.0 * scale) as u64,
+                pinned: true,
             };
             let mut by_command = vec![Vec::new(); COMMANDS.len()];
-            // Single rounds swing by ±30% on a shared VM: nine rounds' median ratio moves
-            // far less than five's (0.85–0.95 between full runs with five).
+            // Single rounds swing by ±30% on a shared VM, whatever their length: many short
+            // rounds (about a quarter second each), pinned, put the two commands of a ratio
+            // closer in time and give the median more rounds. Nine rounds of a million
+            // requests, unpinned, put SNOWFLAKE.NEXT's median anywhere in 0.85–1.02 over four
+            // full runs; 30 pinned rounds of 300,000 (Redis 7.0.15) had 21 of their ratios
+            // within 0.90–0.93.
             for round in 0..rounds.max(FLOOR_ROUNDS) {
                 for (index, command) in COMMANDS.iter().enumerate() {
                     let rate = requests_per_second(server.port(), load, &owned(&command.words));
@@ -258,6 +264,8 @@ fn instructions(name: &str, program: &Path, requests: u64) -> Vec<Instructions> 
         clients: 8,
         pipeline: 32,
         requests,
+        // Under valgrind, instructions are counted, not time: placement does not matter.
+        pinned: false,
     };
     let mut phases = 0;
     let mut count = |words: &[&str]| {

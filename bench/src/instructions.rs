@@ -64,6 +64,7 @@ fn count(approach: Approach, requests: u64) -> InstructionCount {
         clients: 8,
         pipeline: 32,
         requests,
+        pinned: false,
     };
     requests_per_second(server.port(), load, &command);
     // A clean exit, so that callgrind writes its counts.

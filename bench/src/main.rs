@@ -4,6 +4,7 @@
 //! the module first). `--quick` runs a small version for a smoke test.
 
 mod client_side;
+mod cpus;
 mod driver;
 mod floor;
 mod instructions;

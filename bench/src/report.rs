@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::client_side::{Results as ClientResults, SideBySide};
+use crate::cpus;
 use crate::floor::{ServerFloor, COMMANDS as FLOOR_COMMANDS, FLOOR, INCR as FLOOR_INCR};
 use crate::instructions::InstructionCount;
 use crate::key_memory::KeyMemory;
@@ -98,8 +99,11 @@ pub fn render(context: &Context, results: &Results) -> String {
          machine. Each server-side case ran against its own freshly started redis-server with the \
          module loaded (step 1, `snowflake-restart-fence no` so a fresh server may borrow \
          milliseconds at once; no persistence). Absolute numbers on this shared machine drift from \
-         run to run: read the ratios.\n",
-        context.command, context.rounds
+         run to run: read the ratios. Server-side rates (the cells below and the floor \
+         comparison) ran with {}; the client's benchmarks were not pinned.\n",
+        context.command,
+        context.rounds,
+        cpus::placement()
     );
     let _ = writeln!(w, "Machine: {}\n", context.machine);
     let _ = writeln!(

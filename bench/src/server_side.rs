@@ -2,8 +2,9 @@
 //! batched) at 1, 8 and 64 connections with pipelines of 1 and 32, each case against its own
 //! freshly started redis-server.
 
-use idgen_tests::{info_field, Server};
+use idgen_tests::{info_field, Server, ServerOptions};
 
+use crate::cpus;
 use crate::driver::{self, Load};
 use crate::stats::median;
 
@@ -147,7 +148,10 @@ pub fn run(rounds: usize, scale: f64) -> Vec<Measurement> {
     for approach in Approach::ALL {
         for clients in CLIENTS {
             for pipeline in PIPELINES {
-                let server = Server::start(&MODULE_ARGS);
+                let server = Server::start_with(
+                    ServerOptions::module(&MODULE_ARGS).run_under(&cpus::server_launcher()),
+                )
+                .unwrap_or_else(|failure| panic!("the server did not start:\n{}", failure.log));
                 let command = approach.command(&server);
                 let base = if pipeline == 1 { 30_000.0 } else { 400_000.0 };
                 let requests =
@@ -156,6 +160,7 @@ pub fn run(rounds: usize, scale: f64) -> Vec<Measurement> {
                     clients,
                     pipeline,
                     requests,
+                    pinned: true,
                 };
                 let mut rates = Vec::new();
                 let mut paced_rounds = 0;
