@@ -236,6 +236,12 @@ pub struct SnowflakeSequence {
     last: Option<Position>,
     /// Wall clock (ms since epoch) seen by the last successful call, to notice step-backs.
     last_seen_wall_ms: Option<u64>,
+    /// The wall millisecond (since epoch) in which [`SnowflakeSequence::issue_one_within`]
+    /// may continue `last`'s time unit: the one the last call of the general rule saw, if
+    /// that call left `last` in a unit the wall clock had not passed, inside the drift bound
+    /// and the time field. Worked out once per call of the general rule rather than on
+    /// every call of the fast path; cleared when `last` moves otherwise.
+    quick_wall_ms: Option<u64>,
     /// Until when (wall ms since epoch) the restart fence keeps the clock ahead.
     restart_fence_until_ms: Option<u64>,
     /// The real-time pace at which the logical clock may run past `max_drift_ms`.
@@ -252,6 +258,7 @@ impl SnowflakeSequence {
             ids_per_ms: config.ids_per_unit(),
             last: None,
             last_seen_wall_ms: None,
+            quick_wall_ms: None,
             restart_fence_until_ms: None,
             pace: None,
         }
@@ -305,6 +312,7 @@ impl SnowflakeSequence {
         };
         if self.last.is_none_or(|last| last < floor) {
             self.last = Some(floor);
+            self.quick_wall_ms = None;
             let allowed_ms = self.ms(time + 1);
             if self.pace.is_none_or(|pace| {
                 pace.allowed_ms + monotonic_ms.saturating_sub(pace.at_monotonic_ms) < allowed_ms
@@ -432,6 +440,10 @@ impl SnowflakeSequence {
         };
         self.last = Some(last);
         self.last_seen_wall_ms = Some(wall);
+        self.quick_wall_ms = (self.units(wall) <= last.time
+            && last.time <= self.units(wall.saturating_add(self.config.max_drift_ms))
+            && last.time < self.config.layout.time_values())
+        .then_some(wall);
         // The pace is recorded from fresh monotonic readings only: at least once per wall
         // millisecond while calls come, so it never lags real time by more than that.
         if let Some(at_monotonic_ms) = monotonic_ms {
@@ -464,11 +476,8 @@ impl SnowflakeSequence {
         // where `next_position` puts it, with nothing borrowed beyond what already was.
         // (In a new unit the previous call saw another wall millisecond, so the general
         // rule answers that call anyway.)
-        if self.last_seen_wall_ms != Some(wall)
+        if self.quick_wall_ms != Some(wall)
             || last.index + 1 >= self.ids_per_ms
-            || self.units(wall) > last.time
-            || last.time > self.units(wall.saturating_add(self.config.max_drift_ms))
-            || last.time >= layout.time_values()
             || shard >= layout.shard_values()
         {
             return None;

@@ -4,7 +4,8 @@
 //! bounds) or reloads its data (last IDs lost, same incarnation). Per key, IDs strictly
 //! increase; every ID is within its key's recorded bound when answered; no ID repeats; and
 //! in a steady stream keys are written about once per lease, not per call. The one-ID fast
-//! path (`issue_one_owned`) answers, wherever it answers, exactly as the general rule does.
+//! path (`issue_one_owned`) answers, wherever it answers, exactly as the general rule does,
+//! and never while the clock runs past the drift bound.
 
 use std::collections::{HashMap, HashSet};
 
@@ -81,6 +82,8 @@ proptest! {
                             prop_assert_eq!(id, issue.batch.first_id());
                             prop_assert_eq!(issue.extend, None);
                             prop_assert_eq!(&fast, &seq, "the fast path left another state");
+                            // The module reports "not pacing" on the fast path.
+                            prop_assert!(!seq.is_pacing(wall), "the fast path answered while pacing");
                         }
                         None => prop_assert_eq!(&fast, &before, "a declined fast path changed state"),
                     }
