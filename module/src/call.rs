@@ -127,22 +127,32 @@ impl Call {
     /// Whether the call comes from a Lua script or function, where numbers are doubles
     /// that cannot hold a 63-bit ID exactly. A client known to have a connection is never
     /// in a script (see `connected_clients`), which spares asking for the context flags.
-    #[inline]
+    #[inline(always)]
     pub fn is_from_script(&self) -> bool {
-        if let Some(known) = self.from_script.get() {
-            return known;
-        }
-        let client_id = self.client_id();
-        let from_script = if connected_clients::is_known(client_id) {
-            false
-        } else {
-            let from_script = self.flags().contains(ContextFlags::LUA);
-            if !from_script && self.client_has_connection(client_id) {
-                connected_clients::remember(client_id);
+        match self.from_script.get() {
+            Some(known) => known,
+            None => {
+                let client_id = self.client_id();
+                let from_script = if connected_clients::is_known(client_id) {
+                    false
+                } else {
+                    self.ask_whether_from_script(client_id)
+                };
+                self.from_script.set(Some(from_script));
+                from_script
             }
-            from_script
-        };
-        self.from_script.set(Some(from_script));
+        }
+    }
+
+    /// The first call of client `client_id`, or a script's: asks the context flags, and
+    /// remembers a client with a connection.
+    #[cold]
+    #[inline(never)]
+    fn ask_whether_from_script(&self, client_id: u64) -> bool {
+        let from_script = self.flags().contains(ContextFlags::LUA);
+        if !from_script && self.client_has_connection(client_id) {
+            connected_clients::remember(client_id);
+        }
         from_script
     }
 
@@ -163,7 +173,7 @@ impl Call {
 
     /// Replies with a snowflake ID: an integer, or a string inside scripts so that Lua
     /// does not round it to a double.
-    #[inline]
+    #[inline(always)]
     pub fn reply_id(&self, id: u64) {
         if self.is_from_script() {
             self.reply_bulk(DecimalBuffer::new().u64(id));
@@ -172,16 +182,9 @@ impl Call {
         }
     }
 
-    /// Whether the call runs inside `MULTI`/`EXEC` or a script, where the server keeps one
-    /// time for all the commands it runs.
-    pub fn is_in_transaction_or_script(&self) -> bool {
-        self.flags()
-            .intersects(ContextFlags::MULTI | ContextFlags::LUA)
-    }
-
     /// Replies with a snowflake ID as [`Call::reply_id`] does, or as a string in `format`
     /// (`FORMAT decimal|base32|base62`).
-    #[inline]
+    #[inline(always)]
     pub fn reply_id_in(&self, id: u64, format: Option<IdFormat>) {
         match format {
             None => self.reply_id(id),

@@ -41,7 +41,7 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
             return Ok(());
         }
     }
-    let issued = issue_by_the_rule(call, value, options)?;
+    let issued = issue_by_the_rule(value, options)?;
     drop(key);
     if let Some(extended) = issued.extend {
         write_bound(call, keys, key_name, extended, issued.batch.last_id())?;
@@ -105,12 +105,11 @@ fn issue_one_from_memory(value: &SnowflakeKey, shard: u64) -> Option<u64> {
 /// which bound to write when it must be extended.
 #[inline(never)]
 fn issue_by_the_rule(
-    call: &Call,
     value: Option<&SnowflakeKey>,
     options: NextOptions,
 ) -> Result<KeyIssue, Refusal> {
     let state = value.map_or(KeyState::default(), SnowflakeKey::state);
-    let clocks = clock::CallClocks::read(call.is_in_transaction_or_script());
+    let clocks = clock::CallClocks::read();
     let wall_unix_ms = clocks.wall_unix_ms();
     let (issue, pacing) = state::with_sequence(|sequence| {
         let issue = sequence.issue_for_key(

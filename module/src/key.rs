@@ -134,7 +134,7 @@ impl<M: Mode> Key<'_, M> {
     }
 
     /// The key's value if it holds a `T`; `None` if it is empty; WRONGTYPE otherwise.
-    #[inline]
+    #[inline(always)]
     pub fn value<T: ModuleValue>(&self) -> Result<Option<&T>, Refusal> {
         // SAFETY: the pointer is a live `Box<T>` owned by the key (`typed_value`), borrowed
         // for no longer than `&self`; nothing can change it meanwhile (`value_mut` and
@@ -172,7 +172,7 @@ impl<M: Mode> Key<'_, M> {
     }
 
     /// The pointer to the key's value if it is a value of `T`'s registered type.
-    #[inline]
+    #[inline(always)]
     fn typed_value<T: ModuleValue>(&self) -> Result<Option<NonNull<T>>, Refusal> {
         // The common case first, in two API calls: Redis answers null for an empty key or a
         // value that is not a module's, and only then is the key's kind asked.
