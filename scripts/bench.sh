@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the side-by-side benchmarks and rewrites BENCHMARKS.md and bench/throughput.svg.
-#   scripts/bench.sh            # full run (3 rounds, medians; about 15 minutes here)
+#   scripts/bench.sh            # full run (3 rounds, medians; about 6 minutes here after the build)
 #   scripts/bench.sh --quick    # a small smoke run, written to the temp directory
 set -euo pipefail
 cd "$(dirname "$0")/.."

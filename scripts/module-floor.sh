@@ -35,15 +35,23 @@ summary=()
 measure() { # server-name server-binary
   local name=$1 server=$2 dir port pid
   dir=$(mktemp -d)
-  port=$((20000 + RANDOM % 20000))
   echo "== $name: $("$server" --version)"
-  "${server_on[@]}" "$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
-    --logfile "$dir/server.log" --loadmodule "$module" snowflake-restart-fence no \
-    --loadmodule "$floor" >/dev/null &
-  pid=$!
-  for _ in $(seq 100); do
-    redis-cli -p "$port" PING >/dev/null 2>&1 && break
-    sleep 0.1
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    # Below the kernel's ephemeral range (32768 and up here), where redis-benchmark's own
+    # connections take their local ports; a port taken anyway makes the server exit, and
+    # another is tried.
+    port=$((20000 + RANDOM % 12000))
+    "${server_on[@]}" "$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      --dir "$dir" --logfile "$dir/server.log" --loadmodule "$module" \
+      snowflake-restart-fence no --loadmodule "$floor" >/dev/null &
+    pid=$!
+    for _ in $(seq 100); do
+      redis-cli -p "$port" PING >/dev/null 2>&1 && break
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && break
   done
   # redis-benchmark spins forever against a port where nothing answers: check first.
   if ! redis-cli -p "$port" PING >/dev/null; then
