@@ -83,7 +83,7 @@ impl NextOptions {
 /// transaction or script, where that time stands still: the path issues only in the wall
 /// millisecond the previous call saw, never borrowing ahead, so a time standing still makes
 /// it answer `None` once that millisecond's sequence is used up, and the general rule then
-/// asks and reads the clock itself.
+/// reads the clock itself.
 #[inline(always)]
 fn issue_one_from_memory(value: &SnowflakeKey, shard: u64) -> Option<u64> {
     let me = state::incarnation();
