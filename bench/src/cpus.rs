@@ -39,9 +39,10 @@ pub fn server_launcher() -> Vec<&'static str> {
     }
 }
 
-/// The command that runs `program` as a load generator on its core.
-pub fn driver_command(program: &str) -> Command {
-    if pinned() {
+/// The command that runs `program` as a load generator: on its core if `pin` and the
+/// machine can pin, else where the scheduler puts it.
+pub fn driver_command(program: &str, pin: bool) -> Command {
+    if pin && pinned() {
         let mut command = Command::new("taskset");
         command.args(["-c", DRIVER_CORE, program]);
         command

@@ -1,7 +1,6 @@
 //! Runs `redis-benchmark` (the C driver shipped with Redis, so the client side is not the
 //! bottleneck) and reads its requests per second.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::cpus;
@@ -32,12 +31,7 @@ pub struct Run {
 /// Runs `command` against 127.0.0.1:`port` under `load`.
 pub fn run(port: u16, load: Load, command: &[String]) -> Run {
     let started = Instant::now();
-    let mut driver = if load.pinned {
-        cpus::driver_command("redis-benchmark")
-    } else {
-        Command::new("redis-benchmark")
-    };
-    let output = driver
+    let output = cpus::driver_command("redis-benchmark", load.pinned)
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
         .args([
             "-c",

@@ -18,7 +18,7 @@
 //! One table per database, keyed by the key's bytes hashed with SipHash-1-3 under a random
 //! key, as Redis hashes its own keyspace: key names come from clients, and a hash they could
 //! make collide would let one client slow the server's main thread (`name_hash`). Redis runs
-//! all of this on its main thread; the mutex makes it a safe static.
+//! all of this on its main thread; the table sits in a `MainThreadCell`.
 
 use hashbrown::HashTable;
 use idgen_core::{Reservation, SegmentRange};
