@@ -5,46 +5,18 @@
 //! The arithmetic lives in `idgen-core`; this crate binds it to Redis: configs, commands,
 //! the `snowflake` key type, replication of effects and `INFO idgen`.
 
-mod args;
-mod call;
-mod clock;
-mod cmd_compose;
-mod cmd_decode;
-mod cmd_identity;
-mod cmd_segment;
-mod cmd_snowflake;
-mod command_docs;
-mod compat;
-mod connected_clients;
-mod counters;
-mod decimal;
+mod commands;
+mod datatype;
 mod events;
-mod flush_sweep;
-mod guard;
-mod info;
-mod key;
-mod key_events;
-mod key_slot;
-mod main_thread;
-mod name_hash;
-mod pacing;
-mod refusal;
-mod registry;
-mod role;
-mod segment_keys;
-mod segment_marks;
-mod settings;
-mod slot_migration;
-mod snowflake_type;
+mod ffi;
 mod state;
-mod string_scan;
-mod version;
-mod warnings;
 
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{raw, redis_module, Context, ContextFlags, RedisString, Status};
 
-use snowflake_type::SNOWFLAKE_TYPE;
+use datatype::snowflake_key::SNOWFLAKE_TYPE;
+use ffi::guard;
+use state::{clock, instance, replica_role, reservations, settings, version};
 
 /// Runs after Redis has applied config-file values: applies the module arguments, checks
 /// the result, then registers the commands.
@@ -66,16 +38,16 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     config
         .validate(clock::wall_unix_ms())
         .map_err(|e| e.to_string())?;
-    state::install(config, clock::now());
-    role::set_replica(ctx.get_flags().contains(ContextFlags::SLAVE));
+    instance::install(config, clock::now());
+    replica_role::set_replica(ctx.get_flags().contains(ContextFlags::SLAVE));
     // A start arms the segment fence: every key skips it on its first use as master.
-    segment_keys::arm();
-    registry::register_all(ctx)?;
-    events::subscribe(ctx)?;
-    key_events::subscribe(ctx)?;
-    slot_migration::declare(ctx);
-    warnings::start(ctx);
-    raw::register_info_function(ctx.ctx, Some(info::add_info));
+    reservations::arm();
+    commands::table::register_all(ctx)?;
+    events::server_events::subscribe(ctx)?;
+    events::key_events::subscribe(ctx)?;
+    events::slot_migration::declare(ctx);
+    events::config_warnings::start(ctx);
+    raw::register_info_function(ctx.ctx, Some(commands::info::add_info));
     ctx.log_notice(&format!(
         "step {} offset {}; snowflake layout {}|{}|{} bits from epoch {} ms in units of {} ms, \
          {} IDs per unit",

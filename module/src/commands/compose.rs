@@ -3,11 +3,11 @@
 //! this instance's layout, for time-range queries and backfills. Neither reads or writes
 //! any key, nor touches the instance's sequence.
 
-use crate::args::{id_format, parse_options, FORMAT};
-use crate::call::Call;
-use crate::key::Keyspace;
-use crate::refusal::Refusal;
-use crate::state;
+use crate::commands::args::{id_format, parse_options, FORMAT};
+use crate::ffi::call::Call;
+use crate::ffi::keyspace::Keyspace;
+use crate::ffi::refusal::Refusal;
+use crate::state::instance;
 
 /// Argument `index` as an integer of 0 or more; the error names it as `what`.
 fn non_negative(call: &Call, index: usize, what: &str) -> Result<u64, Refusal> {
@@ -31,7 +31,7 @@ pub fn range(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let from = non_negative(call, 1, "from-unix-ms")?;
     let to = non_negative(call, 2, "to-unix-ms")?;
     let [format] = parse_options(call, "SNOWFLAKE.RANGE", 3, [&FORMAT])?;
-    let (lowest, highest) = state::config().layout.window(from, to)?;
+    let (lowest, highest) = instance::config().layout.window(from, to)?;
     call.reply_array(2);
     call.reply_id_in(lowest, format.map(id_format));
     call.reply_id_in(highest, format.map(id_format));
@@ -44,7 +44,7 @@ pub fn compose(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let shard = non_negative(call, 2, "shard")?;
     let sequence = non_negative(call, 3, "sequence")?;
     let [format] = parse_options(call, "SNOWFLAKE.COMPOSE", 4, [&FORMAT])?;
-    let id = state::config()
+    let id = instance::config()
         .layout
         .compose_fields(unix_ms, shard, sequence)?;
     call.reply_id_in(id, format.map(id_format));

@@ -163,7 +163,7 @@ impl CommandDocs {
             version: &INFO_VERSION,
             summary: self.summary.as_ptr(),
             complexity: self.complexity.as_ptr(),
-            since: crate::version::SINCE.as_ptr(),
+            since: crate::state::version::SINCE.as_ptr(),
             history: std::ptr::null_mut(),
             tips: self.tips.map_or(std::ptr::null(), CStr::as_ptr),
             arity,

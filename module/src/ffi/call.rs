@@ -11,9 +11,9 @@ use std::ptr::NonNull;
 use idgen_core::IdFormat;
 use redis_module::{raw, Context, ContextFlags};
 
-use crate::connected_clients;
-use crate::decimal::DecimalBuffer;
-use crate::refusal::Refusal;
+use crate::ffi::connected_clients;
+use crate::ffi::decimal::DecimalBuffer;
+use crate::ffi::refusal::Refusal;
 
 /// An argument of the running command: a Redis string that lives as long as the call.
 #[derive(Clone, Copy)]

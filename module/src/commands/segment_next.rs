@@ -3,12 +3,16 @@
 use idgen_core::{parse_redis_integer, reserve, ReservationPolicy, SegmentRange, SegmentRequest};
 use redis_module::raw;
 
-use crate::args::{parse_options, COUNT, DECIMAL_FORMAT};
-use crate::call::Call;
-use crate::cmd_snowflake::refuse_on_replica;
-use crate::key::{Key, Keyspace, Read, Write};
-use crate::refusal::{wrong_type, Refusal};
-use crate::{clock, counters, segment_keys, segment_marks, state};
+use crate::commands::args::{parse_options, COUNT, DECIMAL_FORMAT};
+use crate::commands::snowflake_next::refuse_on_replica;
+use crate::ffi::call::Call;
+use crate::ffi::keyspace::{Key, Keyspace, Read, Write};
+use crate::ffi::refusal::{wrong_type, Refusal};
+use crate::state::clock;
+use crate::state::failback_marks;
+use crate::state::instance;
+use crate::state::reservations;
+use crate::state::stats;
 
 /// Hands out the COUNT smallest values above the key's integer that belong to this
 /// instance's residue class.
@@ -23,16 +27,16 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key_name = call.arg(1);
     let [asked, decimal] = parse_options(call, "SEGMENT.NEXT", 2, [&COUNT, &DECIMAL_FORMAT])?;
     refuse_on_replica(call)?;
-    let config = state::config();
+    let config = instance::config();
     let count = asked.unwrap_or(1);
     let held = counter_value(&keys.open::<Read>(key_name))?;
     let (db, key_bytes) = (call.selected_db(), call.arg_bytes(1));
-    let range = match segment_keys::take(db, key_bytes, held, count, config.identity.step) {
+    let range = match reservations::take(db, key_bytes, held, count, config.identity.step) {
         Some(range) => range,
         None => write_ahead(call, keys, held, count)?,
     };
-    counters::SEGMENT_CALLS.add(1);
-    counters::SEGMENT_IDS.add(range.count);
+    stats::SEGMENT_CALLS.add(1);
+    stats::SEGMENT_IDS.add(range.count);
     // FORMAT decimal: the same numbers as strings, which JavaScript clients keep whole.
     let reply = |value: i64| match decimal {
         None => call.reply_integer(value),
@@ -57,15 +61,15 @@ fn write_ahead(
     held: i64,
     count: u64,
 ) -> Result<SegmentRange, Refusal> {
-    let config = state::config();
+    let config = instance::config();
     let (db, key_bytes) = (call.selected_db(), call.arg_bytes(1));
-    let previous = segment_keys::get(db, key_bytes);
+    let previous = reservations::get(db, key_bytes);
     let fence = if previous.is_none() {
         config.segment_fence
     } else {
         0
     };
-    let remembered = segment_marks::get(db, key_bytes);
+    let remembered = failback_marks::get(db, key_bytes);
     let request = SegmentRequest {
         identity: config.identity,
         count,
@@ -78,16 +82,16 @@ fn write_ahead(
     let key_name = call.arg(1);
     keys.open::<Write>(key_name)
         .set_integer(reservation.top())?;
-    segment_keys::store(db, key_bytes, reservation);
+    reservations::store(db, key_bytes, reservation);
     if fence > 0 {
-        counters::FENCES_APPLIED.add(1);
+        stats::FENCES_APPLIED.add(1);
     }
     if remembered.is_some() {
-        segment_marks::forget(db, key_bytes);
+        failback_marks::forget(db, key_bytes);
     }
     call.replicate_key_value(c"SET", key_name, reservation.top());
     call.notify(raw::NotifyEvent::STRING, c"segment.next", key_name);
-    counters::SEGMENT_WRITES.add(1);
+    stats::SEGMENT_WRITES.add(1);
     Ok(range)
 }
 

@@ -7,11 +7,16 @@ use std::ptr::NonNull;
 
 use redis_module::{raw, Context};
 
-use crate::call::Call;
-use crate::command_docs::{ArgDoc, CommandDocs, KeyAccess};
-use crate::key::Keyspace;
-use crate::refusal::Refusal;
-use crate::{cmd_compose, cmd_decode, cmd_identity, cmd_segment, cmd_snowflake, counters};
+use crate::commands::compose;
+use crate::commands::decode;
+use crate::commands::identity;
+use crate::commands::segment_next;
+use crate::commands::snowflake_next;
+use crate::ffi::call::Call;
+use crate::ffi::command_docs::{ArgDoc, CommandDocs, KeyAccess};
+use crate::ffi::keyspace::Keyspace;
+use crate::ffi::refusal::Refusal;
+use crate::state::stats;
 
 /// A command's work: it reads its arguments from the call, opens keys through the keyspace
 /// (one at a time) and replies through the call, or returns a refusal to reply instead.
@@ -71,7 +76,7 @@ unsafe fn dispatch(
         argc >= -arity
     };
     if !arity_ok {
-        counters::ERRORS.add(1);
+        stats::ERRORS.add(1);
         call.reply_wrong_arity();
         return raw::REDISMODULE_OK as c_int;
     }
@@ -83,11 +88,11 @@ unsafe fn dispatch(
     match catch_unwind(AssertUnwindSafe(|| handler(&call, &mut keys))) {
         Ok(Ok(())) => {}
         Ok(Err(refusal)) => {
-            counters::ERRORS.add(1);
+            stats::ERRORS.add(1);
             call.reply_refusal(&refusal);
         }
         Err(_) => {
-            counters::ERRORS.add(1);
+            stats::ERRORS.add(1);
             call.reply_refusal(&Refusal::new(
                 "ERR",
                 "idgen hit an internal error (a bug: please report it with the server log); \
@@ -129,7 +134,7 @@ commands! {
     snowflake_next_entry: CommandSpec {
         name: c"snowflake.next",
         arity: -2,
-        handler: cmd_snowflake::next,
+        handler: snowflake_next::next,
         // Not `fast`: the work grows with COUNT (up to 100,000 IDs).
         flags: c"write deny-oom",
         acl_categories: c"write",
@@ -149,7 +154,7 @@ commands! {
     segment_next_entry: CommandSpec {
         name: c"segment.next",
         arity: -2,
-        handler: cmd_segment::next,
+        handler: segment_next::next,
         // O(1) whatever COUNT is: the reply is a range, never COUNT integers.
         flags: c"write deny-oom fast",
         acl_categories: c"write fast",
@@ -168,7 +173,7 @@ commands! {
     decode_entry: CommandSpec {
         name: c"snowflake.decode",
         arity: -2,
-        handler: cmd_decode::decode,
+        handler: decode::decode,
         flags: c"readonly fast allow-stale",
         acl_categories: c"read fast",
         docs: CommandDocs {
@@ -182,7 +187,7 @@ commands! {
     range_entry: CommandSpec {
         name: c"snowflake.range",
         arity: -3,
-        handler: cmd_compose::range,
+        handler: compose::range,
         flags: c"readonly fast allow-stale",
         acl_categories: c"read fast",
         docs: CommandDocs {
@@ -200,7 +205,7 @@ commands! {
     compose_entry: CommandSpec {
         name: c"snowflake.compose",
         arity: -4,
-        handler: cmd_compose::compose,
+        handler: compose::compose,
         flags: c"readonly fast allow-stale",
         acl_categories: c"read fast",
         docs: CommandDocs {
@@ -219,7 +224,7 @@ commands! {
     identity_entry: CommandSpec {
         name: c"idgen.identity",
         arity: 1,
-        handler: cmd_identity::identity,
+        handler: identity::identity,
         flags: c"readonly fast allow-stale",
         acl_categories: c"read fast",
         docs: CommandDocs {
@@ -233,7 +238,7 @@ commands! {
     bound_entry: CommandSpec {
         name: c"snowflake.bound",
         arity: 2,
-        handler: cmd_snowflake::bound,
+        handler: snowflake_next::bound,
         flags: c"readonly fast",
         acl_categories: c"read fast",
         docs: CommandDocs {
@@ -247,7 +252,7 @@ commands! {
     set_bound_entry: CommandSpec {
         name: c"snowflake.setbound",
         arity: -3,
-        handler: cmd_snowflake::set_bound,
+        handler: snowflake_next::set_bound,
         flags: c"write deny-oom fast",
         acl_categories: c"write fast",
         docs: CommandDocs {
@@ -261,7 +266,7 @@ commands! {
     set_last_entry: CommandSpec {
         name: c"snowflake.setlast",
         arity: 3,
-        handler: cmd_snowflake::set_bound,
+        handler: snowflake_next::set_bound,
         flags: c"write deny-oom fast",
         acl_categories: c"write fast",
         docs: CommandDocs {

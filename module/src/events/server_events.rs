@@ -9,8 +9,14 @@ use std::ffi::{c_int, c_void};
 use idgen_core::parse_redis_integer;
 use redis_module::{raw, Context};
 
-use crate::string_scan::EventContext;
-use crate::{counters, flush_sweep, guard, role, segment_keys, segment_marks, state};
+use crate::events::flush_sweep;
+use crate::ffi::guard;
+use crate::ffi::key_scan::EventContext;
+use crate::state::failback_marks;
+use crate::state::instance;
+use crate::state::replica_role;
+use crate::state::reservations;
+use crate::state::stats;
 
 /// The role-changed subevent meaning "this instance is now a master".
 const NOW_MASTER: u64 = 0;
@@ -30,20 +36,20 @@ unsafe extern "C" fn on_role_changed(
         // Either way the data may change under the reservations (a sync as a replica, other
         // masters' writes before a promotion): the next call of each key continues above
         // what the key holds.
-        segment_keys::void_all(-1);
-        role::set_replica(subevent != NOW_MASTER);
+        reservations::void_all(-1);
+        replica_role::set_replica(subevent != NOW_MASTER);
         if subevent != NOW_MASTER {
             return;
         }
-        counters::PROMOTIONS.add(1);
+        stats::PROMOTIONS.add(1);
         // Keys recorded before the promotion (by the old master, or by this instance in an
         // earlier term) are continued above their bound.
-        state::new_incarnation();
+        instance::new_incarnation();
         Context::new(ctx).log_notice(&format!(
             "promoted to master: snowflake IDs and segment values continue from this \
              instance's own offset; {} segment keys continue above values this instance \
              handed out before a full sync replaced its data",
-            segment_marks::len()
+            failback_marks::len()
         ));
     });
 }
@@ -64,7 +70,7 @@ unsafe extern "C" fn on_flush(
             flush_sweep::schedule(&Context::new(ctx), info.dbnum);
             return;
         }
-        segment_keys::void_all(info.dbnum);
+        reservations::void_all(info.dbnum);
         // SAFETY: ctx is this flush event's context.
         let event = unsafe { EventContext::new(ctx) };
         // A replica's data is flushed when a full sync from its master begins (or the
@@ -80,20 +86,20 @@ unsafe extern "C" fn on_flush(
 /// Remembers every string key holding an integer of this instance's residue class: a
 /// value only this instance can have handed out, which the flush would erase.
 fn remember_own_values(ctx: *mut raw::RedisModuleCtx, event: &EventContext) {
-    let identity = state::config().identity;
-    let before = segment_marks::len();
+    let identity = instance::config().identity;
+    let before = failback_marks::len();
     // The last top this instance wrote into each key it used: what it may have handed out,
     // even where an operator's SET has since replaced it in the data.
-    for (db, key, top) in segment_keys::held(-1) {
-        segment_marks::remember(db, key.as_slice(), top);
+    for (db, key, top) in reservations::held(-1) {
+        failback_marks::remember(db, key.as_slice(), top);
     }
     let complete = event.for_each_string(MAX_INTEGER_LEN, |db, key, value| {
         if let Some(value) = parse_redis_integer(value).filter(|&v| identity.owns(v)) {
-            segment_marks::remember(db, key, value);
+            failback_marks::remember(db, key, value);
         }
     });
-    let taken = segment_marks::len().saturating_sub(before);
-    counters::SEGMENT_MARKS_TAKEN.add(taken as u64);
+    let taken = failback_marks::len().saturating_sub(before);
+    stats::SEGMENT_MARKS_TAKEN.add(taken as u64);
     let context = Context::new(ctx);
     if !complete {
         context.log_warning(
@@ -130,7 +136,7 @@ unsafe extern "C" fn on_swapdb(
         // SAFETY: for the swapdb event Redis passes a RedisModuleSwapDbInfoV1, alive for the
         // call, whose layout `SwapDbInfo` repeats.
         let info = unsafe { &*data.cast::<SwapDbInfo>() };
-        segment_keys::swap_dbs(info.first, info.second);
+        reservations::swap_dbs(info.first, info.second);
     });
 }
 

@@ -1,7 +1,7 @@
 //! Parsing of a command's `NAME value` options.
 
-use crate::call::Call;
-use crate::refusal::Refusal;
+use crate::ffi::call::Call;
+use crate::ffi::refusal::Refusal;
 
 use idgen_core::IdFormat;
 

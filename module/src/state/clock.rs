@@ -8,7 +8,7 @@
 use idgen_core::{Clocks, Now};
 use redis_module::raw;
 
-use crate::settings;
+use crate::state::settings;
 
 /// `clock`'s reading in whole milliseconds, or 0 if it cannot be read (it always can on
 /// Linux for the two clocks used here) or is before its origin.

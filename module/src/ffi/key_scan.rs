@@ -6,7 +6,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
 
-use crate::guard;
+use crate::ffi::guard;
 
 /// The context Redis passes to a server-event callback, which comes with a temporary client
 /// of its own (so it can select databases and scan them).

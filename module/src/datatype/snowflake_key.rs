@@ -18,8 +18,12 @@ use redis_module::{native_types::RedisType, raw};
 
 use idgen_core::{KeyRecord, KeyState};
 
-use crate::key::ModuleValue;
-use crate::{clock, compat, guard, segment_marks, state};
+use crate::datatype::encodings;
+use crate::ffi::guard;
+use crate::ffi::keyspace::ModuleValue;
+use crate::state::clock;
+use crate::state::failback_marks;
+use crate::state::instance;
 
 /// What a snowflake key holds.
 #[derive(Debug, Clone)]
@@ -44,7 +48,7 @@ impl SnowflakeKey {
 
 /// Encoding version of the type: see `compat`, which says what each encoding holds and
 /// what this release does with newer ones.
-const ENCODING_VERSION: i32 = compat::KNOWN;
+const ENCODING_VERSION: i32 = encodings::KNOWN;
 
 /// The first encoding whose keys carry bound and owner.
 const KEY_WITH_OWNER: c_int = 2;
@@ -114,11 +118,11 @@ unsafe extern "C" fn aux_save(rdb: *mut raw::RedisModuleIO, _when: c_int) {
     guard::or_log("saving the snowflake position to RDB", (), || {
         // The time field of the last position: time units since the epoch (milliseconds
         // with the default unit, which is what files written before units existed hold).
-        let last_time = state::with_sequence(|sequence| {
+        let last_time = instance::with_sequence(|sequence| {
             sequence.last_position().map_or(0, |position| position.time)
         });
         raw::save_unsigned(rdb, last_time);
-        let marks = segment_marks::snapshot();
+        let marks = failback_marks::snapshot();
         raw::save_unsigned(rdb, marks.len() as u64);
         for (db, key, value) in marks {
             raw::save_signed(rdb, i64::from(db));
@@ -133,25 +137,27 @@ unsafe extern "C" fn aux_save(rdb: *mut raw::RedisModuleIO, _when: c_int) {
 unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, _when: c_int) -> c_int {
     let failed = raw::REDISMODULE_ERR as c_int;
     guard::or_log("loading the snowflake position from RDB", failed, || {
-        if !compat::readable(encver) {
-            compat::refuse_aux(rdb, encver);
+        if !encodings::readable(encver) {
+            encodings::refuse_aux(rdb, encver);
             return failed;
         }
         let loaded = (|| -> Result<(), redis_module::error::Error> {
             let last_time = raw::load_unsigned(rdb)?;
             // The instance's own saved position, or its master's in a full sync: either way
             // IDs up to it exist, so they must not be issued again, whatever the clock says.
-            state::with_sequence(|sequence| sequence.raise_floor(last_time, clock::monotonic_ms()));
+            instance::with_sequence(|sequence| {
+                sequence.raise_floor(last_time, clock::monotonic_ms())
+            });
             if encver >= AUX_WITH_SEGMENT_MARKS {
                 // Only values of this instance's own class mean anything to it: a master's
                 // remembered values, arriving in a full sync, are of the master's class.
-                let identity = state::config().identity;
+                let identity = instance::config().identity;
                 for _ in 0..raw::load_unsigned(rdb)? {
                     let db = raw::load_signed(rdb)?;
                     let key = raw::load_string_buffer(rdb)?;
                     let value = raw::load_signed(rdb)?;
                     if let (Ok(db), true) = (i32::try_from(db), identity.owns(value)) {
-                        segment_marks::remember(db, key.as_ref(), value);
+                        failback_marks::remember(db, key.as_ref(), value);
                     }
                 }
             }
@@ -169,8 +175,8 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, _when
 /// pointer returned becomes the key's value (a `Box<SnowflakeKey>`), or null for a failure.
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     guard::or_log("loading a snowflake key", std::ptr::null_mut(), || {
-        if !compat::readable(encver) {
-            compat::refuse_key(rdb, encver);
+        if !encodings::readable(encver) {
+            encodings::refuse_key(rdb, encver);
             return std::ptr::null_mut();
         }
         let Ok(bound) = raw::load_unsigned(rdb) else {

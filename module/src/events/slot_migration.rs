@@ -25,7 +25,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis_module::{raw, Context};
 
-use crate::{counters, guard, segment_keys};
+use crate::ffi::guard;
+use crate::state::reservations;
+use crate::state::stats;
 
 /// `VALKEYMODULE_EVENT_ATOMIC_SLOT_MIGRATION` (Valkey 9).
 const EVENT: u64 = 19;
@@ -138,12 +140,12 @@ unsafe extern "C" fn on_migration(
             IMPORT_ABORTED => "import cancelled or failed: the imported keys are dropped",
             EXPORT_ABORTED => "export cancelled or failed: the keys stay here",
             IMPORT_COMPLETED => {
-                counters::SLOT_IMPORTS.add(1);
+                stats::SLOT_IMPORTS.add(1);
                 "import completed: these slots' keys continue here above their records"
             }
             EXPORT_COMPLETED => {
-                counters::SLOT_EXPORTS.add(1);
-                let forgotten = segment_keys::forget_slots(&slots);
+                stats::SLOT_EXPORTS.add(1);
+                let forgotten = reservations::forget_slots(&slots);
                 context.log_notice(&format!(
                     "slot migration: forgot the fence of {forgotten} keys that moved away"
                 ));

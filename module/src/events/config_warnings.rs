@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use redis_module::{Context, RedisValue};
 
-use crate::{guard, state};
+use crate::ffi::guard;
+use crate::state::instance;
 
 /// How often the configuration is checked.
 const CHECK_EVERY: Duration = Duration::from_secs(5);
@@ -67,7 +68,7 @@ fn connected_replicas(ctx: &Context) -> u64 {
 
 /// Every setting of the running server that voids a guarantee, said for an operator.
 fn find(ctx: &Context) -> Vec<String> {
-    let config = state::config();
+    let config = instance::config();
     let mut warnings = Vec::new();
     let policy = config_get(ctx, "maxmemory-policy");
     if policy.starts_with("allkeys-") {

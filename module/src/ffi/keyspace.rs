@@ -19,9 +19,9 @@ use std::ptr::NonNull;
 
 use redis_module::raw;
 
-use crate::call::Arg;
-use crate::decimal::DecimalBuffer;
-use crate::refusal::{wrong_type, Refusal};
+use crate::ffi::call::Arg;
+use crate::ffi::decimal::DecimalBuffer;
+use crate::ffi::refusal::{wrong_type, Refusal};
 
 /// How a key is opened: [`Read`] or [`Write`].
 pub trait Mode: private::Sealed {

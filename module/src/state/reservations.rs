@@ -23,9 +23,9 @@
 use hashbrown::HashTable;
 use idgen_core::{Reservation, SegmentRange};
 
-use crate::key_slot;
-use crate::main_thread::MainThreadCell;
-use crate::name_hash::NameHasher;
+use crate::ffi::main_thread::MainThreadCell;
+use crate::state::key_slot;
+use crate::state::name_hash::NameHasher;
 
 /// One database's keys: name and reservation.
 #[derive(Default)]

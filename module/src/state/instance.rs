@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use idgen_core::{Config, Now, SnowflakeSequence};
 
-use crate::main_thread::MainThreadCell;
+use crate::ffi::main_thread::MainThreadCell;
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
 static SEQUENCE: MainThreadCell<Option<SnowflakeSequence>> = MainThreadCell::new(None);

@@ -14,8 +14,8 @@
 //! replica that restarts from its own files keeps them. What a crash loses of them, or of
 //! the keys, the segment fence covers.
 
-use crate::counters;
-use crate::main_thread::MainThreadCell;
+use crate::ffi::main_thread::MainThreadCell;
+use crate::state::stats;
 use std::collections::HashMap;
 
 type Marks = HashMap<i32, HashMap<Vec<u8>, i64>>;
@@ -52,7 +52,7 @@ pub fn forget(db: i32, key: &[u8]) {
         let Some(marks) = marks.as_mut() else { return };
         if let Some(keys) = marks.get_mut(&db) {
             if keys.remove(key).is_some() {
-                counters::SEGMENT_MARKS_APPLIED.add(1);
+                stats::SEGMENT_MARKS_APPLIED.add(1);
             }
             if keys.is_empty() {
                 marks.remove(&db);

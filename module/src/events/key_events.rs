@@ -15,7 +15,8 @@ use std::ffi::{c_char, c_int, CStr};
 
 use redis_module::{raw, Context};
 
-use crate::{guard, segment_keys};
+use crate::ffi::guard;
+use crate::state::reservations;
 
 /// Generic events after which the key of this name is gone from its database.
 const KEY_GONE: [&CStr; 4] = [c"del", c"rename_from", c"move_from", c"expired"];
@@ -53,9 +54,9 @@ unsafe extern "C" fn on_key_event(
             // SAFETY: ctx is the event's context.
             let db = unsafe { raw::RedisModule_GetSelectedDb.unwrap()(ctx) };
             if gone {
-                segment_keys::forget(db, bytes);
+                reservations::forget(db, bytes);
             } else {
-                segment_keys::void(db, bytes);
+                reservations::void(db, bytes);
             }
         },
     );

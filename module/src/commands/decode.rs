@@ -2,16 +2,16 @@
 
 use idgen_core::utc::format_unix_ms;
 
-use crate::args::{id_format, parse_options, FORMAT};
-use crate::call::Call;
-use crate::key::Keyspace;
-use crate::refusal::Refusal;
-use crate::state;
+use crate::commands::args::{id_format, parse_options, FORMAT};
+use crate::ffi::call::Call;
+use crate::ffi::keyspace::Keyspace;
+use crate::ffi::refusal::Refusal;
+use crate::state::instance;
 
 /// Replies with the parts of an ID as field/value pairs (a map for RESP3 clients). The ID
 /// is an integer, or a string in the given FORMAT.
 pub fn decode(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
-    let config = state::config();
+    let config = instance::config();
     let [format] = parse_options(call, "SNOWFLAKE.DECODE", 2, [&FORMAT])?;
     let id = match format.map(id_format) {
         Some(format) => {

@@ -4,16 +4,17 @@
 //! check that the nodes it talks to share step and layout and have distinct offsets; this
 //! keyless, read-only command answers exactly that.
 
-use crate::call::Call;
-use crate::key::Keyspace;
-use crate::refusal::Refusal;
-use crate::{state, version};
+use crate::ffi::call::Call;
+use crate::ffi::keyspace::Keyspace;
+use crate::ffi::refusal::Refusal;
+use crate::state::instance;
+use crate::state::version;
 
 /// Replies with the node's identity as field/value pairs (a map for RESP3 clients), named
 /// like the settings: step, offset, epoch, time-unit-ms, time-bits, shard-bits,
 /// sequence-bits, id-bits, and the module version.
 pub fn identity(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
-    let config = state::config();
+    let config = instance::config();
     let layout = &config.layout;
     let numbers = [
         ("step", config.identity.step),

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use redis_module::logging::RedisLogLevel;
 use redis_module::Context;
 
-use crate::state;
+use crate::state::instance;
 
 static PACING: AtomicBool = AtomicBool::new(false);
 
@@ -34,7 +34,7 @@ pub fn observe(pacing_ahead_ms: Option<u64>) {
 fn change(pacing_ahead_ms: Option<u64>) {
     let pacing = pacing_ahead_ms.is_some();
     PACING.store(pacing, Ordering::Relaxed);
-    let config = state::config();
+    let config = instance::config();
     let message = match pacing_ahead_ms {
         Some(ahead_ms) => format!(
             "the snowflake clock runs {ahead_ms} ms ahead of the wall clock, more than \

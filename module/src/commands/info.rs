@@ -5,9 +5,15 @@ use std::ffi::c_int;
 use idgen_core::utc::{format_date, format_unix_ms};
 use redis_module::raw;
 
-use crate::{
-    clock, counters, guard, pacing, segment_keys, segment_marks, slot_migration, state, warnings,
-};
+use crate::events::config_warnings;
+use crate::events::slot_migration;
+use crate::ffi::guard;
+use crate::state::clock;
+use crate::state::failback_marks;
+use crate::state::instance;
+use crate::state::pacing;
+use crate::state::reservations;
+use crate::state::stats;
 
 /// Redis calls this for `INFO`, `INFO idgen`, `INFO modules` and crash reports.
 ///
@@ -19,7 +25,7 @@ pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_
 
 /// Adds the section's fields to `ctx`, an INFO context valid for the call.
 fn add_fields(ctx: *mut raw::RedisModuleInfoCtx) {
-    let config = state::config();
+    let config = instance::config();
     let layout = &config.layout;
     let text = |name: &str, value: &str| raw::add_info_field_str(ctx, name, value);
     let number = |name: &str, value: u64| raw::add_info_field_unsigned_long_long(ctx, name, value);
@@ -45,30 +51,28 @@ fn add_fields(ctx: *mut raw::RedisModuleInfoCtx) {
     number("max_drift_ms", config.max_drift_ms);
     number("snowflake_restart_fence", u64::from(config.restart_fence));
     number("segment_fence", config.segment_fence);
-    let ahead = state::with_sequence(|sequence| sequence.ahead_of_wall_ms(clock::wall_unix_ms()));
+    let ahead =
+        instance::with_sequence(|sequence| sequence.ahead_of_wall_ms(clock::wall_unix_ms()));
     number("clock_ahead_ms", ahead);
     number("clock_paced", u64::from(pacing::is_pacing()));
-    number("snowflake_calls", counters::SNOWFLAKE_CALLS.get());
-    number("snowflake_ids_issued", counters::SNOWFLAKE_IDS.get());
+    number("snowflake_calls", stats::SNOWFLAKE_CALLS.get());
+    number("snowflake_ids_issued", stats::SNOWFLAKE_IDS.get());
     number(
         "snowflake_bound_writes",
-        counters::SNOWFLAKE_BOUND_WRITES.get(),
+        stats::SNOWFLAKE_BOUND_WRITES.get(),
     );
-    number("segment_calls", counters::SEGMENT_CALLS.get());
-    number("segment_ids_issued", counters::SEGMENT_IDS.get());
-    number("segment_writes", counters::SEGMENT_WRITES.get());
-    number("ms_borrowed", counters::BORROWED_MS.get());
-    number("clock_step_backs", counters::CLOCK_STEP_BACKS.get());
-    number("drift_refusals", counters::DRIFT_REFUSALS.get());
-    number("fences_applied", counters::FENCES_APPLIED.get());
-    number("segment_keys_held", segment_keys::len() as u64);
-    number("segment_marks_held", segment_marks::len() as u64);
-    number("segment_marks_taken", counters::SEGMENT_MARKS_TAKEN.get());
-    number(
-        "segment_marks_applied",
-        counters::SEGMENT_MARKS_APPLIED.get(),
-    );
-    number("promotions", counters::PROMOTIONS.get());
+    number("segment_calls", stats::SEGMENT_CALLS.get());
+    number("segment_ids_issued", stats::SEGMENT_IDS.get());
+    number("segment_writes", stats::SEGMENT_WRITES.get());
+    number("ms_borrowed", stats::BORROWED_MS.get());
+    number("clock_step_backs", stats::CLOCK_STEP_BACKS.get());
+    number("drift_refusals", stats::DRIFT_REFUSALS.get());
+    number("fences_applied", stats::FENCES_APPLIED.get());
+    number("segment_keys_held", reservations::len() as u64);
+    number("segment_marks_held", failback_marks::len() as u64);
+    number("segment_marks_taken", stats::SEGMENT_MARKS_TAKEN.get());
+    number("segment_marks_applied", stats::SEGMENT_MARKS_APPLIED.get());
+    number("promotions", stats::PROMOTIONS.get());
     text(
         "atomic_slot_migration",
         if slot_migration::handled() {
@@ -77,8 +81,8 @@ fn add_fields(ctx: *mut raw::RedisModuleInfoCtx) {
             "not offered by this server"
         },
     );
-    number("slot_imports", counters::SLOT_IMPORTS.get());
-    number("slot_exports", counters::SLOT_EXPORTS.get());
-    number("errors", counters::ERRORS.get());
-    text("warnings", &warnings::summary());
+    number("slot_imports", stats::SLOT_IMPORTS.get());
+    number("slot_exports", stats::SLOT_EXPORTS.get());
+    number("errors", stats::ERRORS.get());
+    text("warnings", &config_warnings::summary());
 }

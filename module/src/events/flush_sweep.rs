@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use redis_module::{raw, Context, ContextFlags};
 
-use crate::{guard, segment_keys};
+use crate::ffi::guard;
+use crate::state::reservations;
 
 /// How soon after the flush the check runs, and how long it waits while data loads.
 const SWEEP_AFTER: Duration = Duration::from_millis(10);
@@ -33,7 +34,7 @@ fn sweep(ctx: &Context, db: i32) {
             ctx.create_timer(WHILE_LOADING, sweep, db);
             return;
         }
-        let keys = segment_keys::held(db);
+        let keys = reservations::held(db);
         if keys.is_empty() {
             return;
         }
@@ -48,7 +49,7 @@ fn sweep(ctx: &Context, db: i32) {
             // removed by the lookup, and its `expired` event forgets it too.
             let gone = ctx.open_key(&name).key_type() == raw::KeyType::Empty;
             if gone {
-                segment_keys::forget(key_db, &key);
+                reservations::forget(key_db, &key);
                 forgotten += 1;
             }
         }

@@ -6,17 +6,21 @@ use std::cell::Cell;
 use idgen_core::{Batch, Clocks, IdError, IdFormat, KeyIssue, KeyRecord, KeyState};
 use redis_module::raw;
 
-use crate::args::{id_format, parse_options, COUNT, FORMAT, SHARD};
-use crate::call::{Arg, Call};
-use crate::key::{Keyspace, Read, Write};
-use crate::refusal::Refusal;
-use crate::snowflake_type::SnowflakeKey;
-use crate::{clock, counters, pacing, role, state};
+use crate::commands::args::{id_format, parse_options, COUNT, FORMAT, SHARD};
+use crate::datatype::snowflake_key::SnowflakeKey;
+use crate::ffi::call::{Arg, Call};
+use crate::ffi::keyspace::{Keyspace, Read, Write};
+use crate::ffi::refusal::Refusal;
+use crate::state::clock;
+use crate::state::instance;
+use crate::state::pacing;
+use crate::state::replica_role;
+use crate::state::stats;
 
 /// Refuses to issue on a replica: only masters issue, so that a replica promoted later
 /// continues from its own offset without having handed anything out.
 pub fn refuse_on_replica(call: &Call) -> Result<(), Refusal> {
-    if role::may_be_replica() && call.is_replica() && !call.is_replicated_or_loading() {
+    if replica_role::may_be_replica() && call.is_replica() && !call.is_replicated_or_loading() {
         return Err(Refusal::new(
             "READONLY",
             "this instance is a replica; IDs are issued only by masters",
@@ -68,7 +72,7 @@ impl NextOptions {
             parse_options(call, "SNOWFLAKE.NEXT", 2, [&COUNT, &SHARD, &FORMAT])?;
         Ok(NextOptions {
             count,
-            shard: shard.unwrap_or_else(|| state::config().default_shard),
+            shard: shard.unwrap_or_else(|| instance::config().default_shard),
             format: format.map(id_format),
         })
     }
@@ -86,16 +90,17 @@ impl NextOptions {
 /// reads the clock itself.
 #[inline(always)]
 fn issue_one_from_memory(value: &SnowflakeKey, shard: u64) -> Option<u64> {
-    let me = state::incarnation();
+    let me = instance::incarnation();
     let wall_unix_ms = clock::command_wall_unix_ms();
     let state = value.state();
-    let id =
-        state::with_sequence(|sequence| sequence.issue_one_owned(wall_unix_ms, shard, state, me))?;
+    let id = instance::with_sequence(|sequence| {
+        sequence.issue_one_owned(wall_unix_ms, shard, state, me)
+    })?;
     value.last_issued.set(Some(id));
     // Within the drift bound: the clock is not running ahead.
     pacing::observe(None);
-    counters::SNOWFLAKE_CALLS.add(1);
-    counters::SNOWFLAKE_IDS.add(1);
+    stats::SNOWFLAKE_CALLS.add(1);
+    stats::SNOWFLAKE_IDS.add(1);
     Some(id)
 }
 
@@ -111,14 +116,14 @@ fn issue_by_the_rule(
     let state = value.map_or(KeyState::default(), SnowflakeKey::state);
     let clocks = clock::CallClocks::read();
     let wall_unix_ms = clocks.wall_unix_ms();
-    let (issue, pacing) = state::with_sequence(|sequence| {
+    let (issue, pacing) = instance::with_sequence(|sequence| {
         let issue = sequence.issue_for_key(
             &clocks,
             options.count.unwrap_or(1),
             options.shard,
             state,
-            state::incarnation(),
-            state::config().snowflake_lease_ms(),
+            instance::incarnation(),
+            instance::config().snowflake_lease_ms(),
         )?;
         let pacing = sequence
             .is_pacing(wall_unix_ms)
@@ -127,7 +132,7 @@ fn issue_by_the_rule(
     })
     .inspect_err(|error| {
         if matches!(error, IdError::Drift { .. }) {
-            counters::DRIFT_REFUSALS.add(1);
+            stats::DRIFT_REFUSALS.add(1);
         }
     })?;
     let batch = &issue.batch;
@@ -162,7 +167,7 @@ fn write_bound(
         extended.bound as i64,
         extended.owner as i64,
     );
-    counters::SNOWFLAKE_BOUND_WRITES.add(1);
+    stats::SNOWFLAKE_BOUND_WRITES.add(1);
     // Like WATCH, a keyspace notification marks a change to the key's data: the bound, not
     // the in-memory last ID (docs/commands.md).
     call.notify(raw::NotifyEvent::MODULE, c"snowflake.next", key_name);
@@ -172,13 +177,13 @@ fn write_bound(
 /// Counts the batch in `INFO idgen` and replies with it: its one ID, or an array of them
 /// for `COUNT`.
 fn reply_batch(call: &Call, batch: &Batch, options: NextOptions) {
-    counters::SNOWFLAKE_CALLS.add(1);
-    counters::SNOWFLAKE_IDS.add(batch.count);
+    stats::SNOWFLAKE_CALLS.add(1);
+    stats::SNOWFLAKE_IDS.add(batch.count);
     if batch.borrowed_ms != 0 {
-        counters::BORROWED_MS.add(batch.borrowed_ms);
+        stats::BORROWED_MS.add(batch.borrowed_ms);
     }
     if batch.clock_stepped_back {
-        counters::CLOCK_STEP_BACKS.add(1);
+        stats::CLOCK_STEP_BACKS.add(1);
     }
     let reply = |id: u64| call.reply_id_in(id, options.format);
     if options.count.is_none() {
@@ -207,7 +212,7 @@ pub fn bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
 /// above it. `SNOWFLAKE.SETLAST key id`, its old name, does the same without an owner.
 pub fn set_bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key_name = call.arg(1);
-    let config = state::config();
+    let config = instance::config();
     let bound = call
         .arg_integer(2)
         .ok_or_else(|| Refusal::new("ERR", "the bound must be an integer (an ID)"))?;
@@ -245,7 +250,7 @@ pub fn set_bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     }
     // Replayed from the AOF or the master: raise the floor whatever the clock says, since
     // IDs up to the bound may exist. From a client: refuse a bound too far ahead.
-    state::with_sequence(|sequence| sequence.accept_bound(bound, clock::now(), from_client))?;
+    instance::with_sequence(|sequence| sequence.accept_bound(bound, clock::now(), from_client))?;
     key.store(SnowflakeKey::from_record(KeyRecord { bound, owner }))?;
     drop(key);
     call.replicate_key_values(c"SNOWFLAKE.SETBOUND", key_name, bound as i64, owner as i64);

@@ -16,7 +16,7 @@ use std::ffi::c_int;
 use redis_module::logging::{log_io_error, RedisLogLevel};
 use redis_module::raw;
 
-use crate::version;
+use crate::state::version;
 
 /// The newest encoding this release reads, and the one it writes: a key is its bound and
 /// owner (2; 0 and 1, a last ID, load as a bound with no owner); the aux record is the

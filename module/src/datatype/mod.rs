@@ -1,0 +1,2 @@
+pub mod encodings;
+pub mod snowflake_key;

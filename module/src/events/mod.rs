@@ -1,0 +1,5 @@
+pub mod config_warnings;
+pub mod flush_sweep;
+pub mod key_events;
+pub mod server_events;
+pub mod slot_migration;

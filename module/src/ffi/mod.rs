@@ -1,0 +1,9 @@
+pub mod call;
+pub mod command_docs;
+pub mod connected_clients;
+pub mod decimal;
+pub mod guard;
+pub mod key_scan;
+pub mod keyspace;
+pub mod main_thread;
+pub mod refusal;
