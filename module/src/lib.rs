@@ -12,7 +12,7 @@ mod ffi;
 mod state;
 
 use redis_module::configuration::ConfigurationFlags;
-use redis_module::{raw, redis_module, Context, ContextFlags, RedisString, Status};
+use redis_module::{redis_module, Context, ContextFlags, RedisString, Status};
 
 use datatype::snowflake_key::SNOWFLAKE_TYPE;
 use ffi::guard;
@@ -47,7 +47,7 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     events::key_events::subscribe(ctx)?;
     events::slot_migration::declare(ctx);
     events::config_warnings::start(ctx);
-    raw::register_info_function(ctx.ctx, Some(commands::info::add_info));
+    ffi::info::register::<commands::info::IdgenSection>(ctx)?;
     ctx.log_notice(&format!(
         "step {} offset {}; snowflake layout {}|{}|{} bits from epoch {} ms in units of {} ms, \
          {} IDs per unit",

@@ -1,13 +1,11 @@
 //! The `INFO idgen` section: identity, layout, when the layout runs out, and counters.
 
-use std::ffi::c_int;
-
 use idgen_core::utc::{format_date, format_unix_ms};
-use redis_module::raw;
+
+use crate::ffi::info::{InfoFields, InfoSection};
 
 use crate::events::config_warnings;
 use crate::events::slot_migration;
-use crate::ffi::guard;
 use crate::state::clock;
 use crate::state::failback_marks;
 use crate::state::instance;
@@ -15,22 +13,21 @@ use crate::state::pacing;
 use crate::state::reservations;
 use crate::state::stats;
 
-/// Redis calls this for `INFO`, `INFO idgen`, `INFO modules` and crash reports.
-///
-/// # Safety
-/// Called by Redis only, with the INFO context of the command (or crash report) running.
-pub unsafe extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
-    guard::or_log("writing INFO idgen", (), || add_fields(ctx));
+/// The `# idgen` section of `INFO`.
+pub struct IdgenSection;
+
+impl InfoSection for IdgenSection {
+    fn write(fields: &InfoFields<'_>) {
+        add_fields(fields);
+    }
 }
 
-/// Adds the section's fields to `ctx`, an INFO context valid for the call.
-fn add_fields(ctx: *mut raw::RedisModuleInfoCtx) {
+/// Adds the section's fields.
+fn add_fields(fields: &InfoFields<'_>) {
     let config = instance::config();
     let layout = &config.layout;
-    let text = |name: &str, value: &str| raw::add_info_field_str(ctx, name, value);
-    let number = |name: &str, value: u64| raw::add_info_field_unsigned_long_long(ctx, name, value);
-    // Section name NULL: the section is named after the module, `# idgen`.
-    raw::add_info_section(ctx, None);
+    let text = |name: &str, value: &str| fields.text(name, value);
+    let number = |name: &str, value: u64| fields.number(name, value);
     number("step", config.identity.step);
     number("offset", config.identity.offset);
     number("id_bits", u64::from(config.id_bits));

@@ -9,11 +9,11 @@
 //! flushed databases that no longer exists. Forgetting one too many is safe (the key is
 //! fenced again on its next use, which only skips values); keeping one costs its name.
 
-use std::ffi::c_int;
 use std::time::Duration;
 
 use redis_module::{raw, Context, ContextFlags};
 
+use crate::ffi::databases::in_database;
 use crate::ffi::guard;
 use crate::state::reservations;
 
@@ -38,23 +38,19 @@ fn sweep(ctx: &Context, db: i32) {
         if keys.is_empty() {
             return;
         }
-        // SAFETY: ctx is the timer's context, which has a client with a selected database.
-        let selected = unsafe { raw::RedisModule_GetSelectedDb.unwrap()(ctx.ctx) };
         let mut forgotten = 0;
         for (key_db, key, _top) in keys {
-            // SAFETY: as above; the database exists (a key was fenced in it).
-            unsafe { raw::RedisModule_SelectDb.unwrap()(ctx.ctx, key_db as c_int) };
             let name = ctx.create_string(key.clone());
             // Opened for reading only; closed at once. A key that expired meanwhile is
             // removed by the lookup, and its `expired` event forgets it too.
-            let gone = ctx.open_key(&name).key_type() == raw::KeyType::Empty;
+            let gone = in_database(ctx, key_db, || {
+                ctx.open_key(&name).key_type() == raw::KeyType::Empty
+            });
             if gone {
                 reservations::forget(key_db, &key);
                 forgotten += 1;
             }
         }
-        // SAFETY: as above; back to the database the context had.
-        unsafe { raw::RedisModule_SelectDb.unwrap()(ctx.ctx, selected) };
         if forgotten > 0 {
             ctx.log_notice(&format!(
                 "a flush removed {forgotten} segment keys: idgen forgot that it fenced them"

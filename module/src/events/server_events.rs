@@ -4,88 +4,68 @@
 //! records follow the data), and role changes (void every reservation; on promotion, a new
 //! incarnation).
 
-use std::ffi::{c_int, c_void};
-
 use idgen_core::parse_redis_integer;
-use redis_module::{raw, Context};
+use redis_module::Context;
 
 use crate::events::flush_sweep;
-use crate::ffi::guard;
 use crate::ffi::key_scan::EventContext;
+use crate::ffi::server_events::{self, FlushPhase, ServerEventHandlers};
 use crate::state::failback_marks;
 use crate::state::instance;
 use crate::state::replica_role;
 use crate::state::reservations;
 use crate::state::stats;
 
-/// The role-changed subevent meaning "this instance is now a master".
-const NOW_MASTER: u64 = 0;
-
 /// The most digits (with a sign) an `i64` has: longer strings cannot be counters.
 const MAX_INTEGER_LEN: usize = 20;
 
-/// # Safety
-/// Called by Redis only, for the role-changed event, with its own event context.
-unsafe extern "C" fn on_role_changed(
-    ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    subevent: u64,
-    _data: *mut c_void,
-) {
-    guard::or_log("handling a role change", (), || {
+/// The module's handlers of server events.
+struct Handlers;
+
+impl ServerEventHandlers for Handlers {
+    fn role_changed(ctx: &Context, now_master: bool) {
         // Either way the data may change under the reservations (a sync as a replica, other
         // masters' writes before a promotion): the next call of each key continues above
         // what the key holds.
         reservations::void_all(-1);
-        replica_role::set_replica(subevent != NOW_MASTER);
-        if subevent != NOW_MASTER {
+        replica_role::set_replica(!now_master);
+        if !now_master {
             return;
         }
         stats::PROMOTIONS.add(1);
         // Keys recorded before the promotion (by the old master, or by this instance in an
         // earlier term) are continued above their bound.
         instance::new_incarnation();
-        Context::new(ctx).log_notice(&format!(
+        ctx.log_notice(&format!(
             "promoted to master: snowflake IDs and segment values continue from this \
              instance's own offset; {} segment keys continue above values this instance \
              handed out before a full sync replaced its data",
             failback_marks::len()
         ));
-    });
-}
+    }
 
-/// # Safety
-/// Called by Redis only, for the flush event, with its own event context (which has a
-/// temporary client, so keys can be scanned).
-unsafe extern "C" fn on_flush(
-    ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    subevent: u64,
-    data: *mut c_void,
-) {
-    guard::or_log("handling a flush", (), || {
-        // SAFETY: for the flush event Redis passes a RedisModuleFlushInfo, alive for the call.
-        let info = unsafe { &*data.cast::<raw::RedisModuleFlushInfo>() };
-        if subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_END {
-            flush_sweep::schedule(&Context::new(ctx), info.dbnum);
+    fn flush(ctx: &Context, event: &EventContext, phase: FlushPhase, db: i32) {
+        if phase == FlushPhase::End {
+            flush_sweep::schedule(ctx, db);
             return;
         }
-        reservations::void_all(info.dbnum);
-        // SAFETY: ctx is this flush event's context.
-        let event = unsafe { EventContext::new(ctx) };
+        reservations::void_all(db);
         // A replica's data is flushed when a full sync from its master begins (or the
         // master's FLUSHALL arrives); a master's only by its own users' FLUSHALL/FLUSHDB,
         // which mean what they say.
-        if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_START || !event.is_replica() {
-            return;
+        if event.is_replica() {
+            remember_own_values(ctx, event);
         }
-        remember_own_values(ctx, &event);
-    });
+    }
+
+    fn swapdb(first: i32, second: i32) {
+        reservations::swap_dbs(first, second);
+    }
 }
 
 /// Remembers every string key holding an integer of this instance's residue class: a
 /// value only this instance can have handed out, which the flush would erase.
-fn remember_own_values(ctx: *mut raw::RedisModuleCtx, event: &EventContext) {
+fn remember_own_values(context: &Context, event: &EventContext) {
     let identity = instance::config().identity;
     let before = failback_marks::len();
     // The last top this instance wrote into each key it used: what it may have handed out,
@@ -100,7 +80,6 @@ fn remember_own_values(ctx: *mut raw::RedisModuleCtx, event: &EventContext) {
     });
     let taken = failback_marks::len().saturating_sub(before);
     stats::SEGMENT_MARKS_TAKEN.add(taken as u64);
-    let context = Context::new(ctx);
     if !complete {
         context.log_warning(
             "idgen could not finish remembering this instance's segment values before the \
@@ -116,60 +95,7 @@ fn remember_own_values(ctx: *mut raw::RedisModuleCtx, event: &EventContext) {
     }
 }
 
-/// What Redis passes with the `SWAPDB` event (`RedisModuleSwapDbInfoV1`).
-#[repr(C)]
-struct SwapDbInfo {
-    version: u64,
-    first: i32,
-    second: i32,
-}
-
-/// # Safety
-/// Called by Redis only, for the swapdb event, with its data.
-unsafe extern "C" fn on_swapdb(
-    _ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    _subevent: u64,
-    data: *mut c_void,
-) {
-    guard::or_log("handling SWAPDB", (), || {
-        // SAFETY: for the swapdb event Redis passes a RedisModuleSwapDbInfoV1, alive for the
-        // call, whose layout `SwapDbInfo` repeats.
-        let info = unsafe { &*data.cast::<SwapDbInfo>() };
-        reservations::swap_dbs(info.first, info.second);
-    });
-}
-
-/// Subscribes to one server event; fails with a message naming it.
-fn subscribe_to(
-    ctx: &Context,
-    id: u64,
-    name: &str,
-    callback: unsafe extern "C" fn(
-        *mut raw::RedisModuleCtx,
-        raw::RedisModuleEvent,
-        u64,
-        *mut c_void,
-    ),
-) -> Result<(), String> {
-    let event = raw::RedisModuleEvent { id, dataver: 1 };
-    // SAFETY: ctx is the loading context; the callback has the signature Redis expects.
-    let status =
-        unsafe { raw::RedisModule_SubscribeToServerEvent.unwrap()(ctx.ctx, event, Some(callback)) };
-    if status != raw::REDISMODULE_OK as c_int {
-        return Err(format!("could not subscribe to the {name} server event"));
-    }
-    Ok(())
-}
-
 /// Subscribes to role changes, flushes and `SWAPDB`.
 pub fn subscribe(ctx: &Context) -> Result<(), String> {
-    subscribe_to(
-        ctx,
-        raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
-        "role-changed",
-        on_role_changed,
-    )?;
-    subscribe_to(ctx, raw::REDISMODULE_EVENT_FLUSHDB, "flushdb", on_flush)?;
-    subscribe_to(ctx, raw::REDISMODULE_EVENT_SWAPDB, "swapdb", on_swapdb)
+    server_events::subscribe::<Handlers>(ctx)
 }

@@ -20,139 +20,55 @@
 //!   deletes what it imported; the module keeps nothing for imported keys until they are
 //!   used, which they cannot be before the slots are handed over.
 
-use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use redis_module::{raw, Context};
+use redis_module::Context;
 
-use crate::ffi::guard;
+use crate::ffi::slot_migration::{self, MigrationStep, SlotMigrationHandler};
 use crate::state::reservations;
 use crate::state::stats;
 
-/// `VALKEYMODULE_EVENT_ATOMIC_SLOT_MIGRATION` (Valkey 9).
-const EVENT: u64 = 19;
-/// `VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION` (Valkey 9).
-const OPTION: c_int = 1 << 5;
-
-const IMPORT_STARTED: u64 = 0;
-const EXPORT_STARTED: u64 = 1;
-const IMPORT_ABORTED: u64 = 2;
-const EXPORT_ABORTED: u64 = 3;
-const IMPORT_COMPLETED: u64 = 4;
-const EXPORT_COMPLETED: u64 = 5;
-
 /// Whether this server migrates slots atomically and the module declared that it handles it.
 static HANDLED: AtomicBool = AtomicBool::new(false);
-
-/// A slot range as Valkey passes it (`ValkeyModuleSlotRange`).
-#[repr(C)]
-struct SlotRange {
-    start: c_int,
-    end: c_int,
-}
-
-/// What Valkey passes with each event (`ValkeyModuleAtomicSlotMigrationInfoV1`).
-#[repr(C)]
-struct MigrationInfo {
-    version: u64,
-    job_name: [c_char; 41],
-    slot_ranges: *const SlotRange,
-    num_slot_ranges: u32,
-}
 
 /// Whether atomic slot migration is handled here (`INFO idgen`).
 pub fn handled() -> bool {
     HANDLED.load(Ordering::Relaxed)
 }
 
-/// Declares support for atomic slot migration where the server offers it: a Valkey server
-/// (`server_name:valkey`) whose module API has the migration event and option. Elsewhere
-/// nothing is declared (Redis gives these numbers no meaning, or other ones).
+/// Declares support for atomic slot migration where the server offers it.
 pub fn declare(ctx: &Context) {
-    let server = ctx.server_info("server");
-    let is_valkey = server
-        .field("server_name")
-        .is_some_and(|name| name.to_string() == "valkey");
-    // SAFETY: reading function pointers the server filled in at load; called with no
-    // arguments as the API declares.
-    let options_offered = unsafe { raw::RedisModule_GetModuleOptionsAll }
-        .is_some_and(|all| unsafe { all() } & OPTION != 0);
-    if !is_valkey || !options_offered {
-        return;
+    if slot_migration::declare::<FollowMigrations>(ctx) {
+        HANDLED.store(true, Ordering::Relaxed);
+        ctx.log_notice("atomic slot migration (CLUSTER MIGRATESLOTS) is handled");
     }
-    let event = raw::RedisModuleEvent {
-        id: EVENT,
-        dataver: 1,
-    };
-    // SAFETY: ctx is the loading context; the callback has the signature the server expects.
-    let subscribed = unsafe {
-        raw::RedisModule_SubscribeToServerEvent.unwrap()(ctx.ctx, event, Some(on_migration))
-    } == raw::REDISMODULE_OK as c_int;
-    if !subscribed {
-        return;
-    }
-    // SAFETY: ctx is the loading context.
-    unsafe { raw::RedisModule_SetModuleOptions.unwrap()(ctx.ctx, OPTION) };
-    HANDLED.store(true, Ordering::Relaxed);
-    ctx.log_notice("atomic slot migration (CLUSTER MIGRATESLOTS) is handled");
 }
 
-/// The slot ranges of a migration event.
-///
-/// # Safety
-/// `info` must be the event data Valkey passed, alive for the callback.
-unsafe fn ranges(info: *const MigrationInfo) -> Vec<(u16, u16)> {
-    // SAFETY: the caller's contract; Valkey passes version 1 of the structure.
-    let info = unsafe { &*info };
-    if info.version < 1 || info.slot_ranges.is_null() {
-        return Vec::new();
-    }
-    // SAFETY: Valkey passes an array of `num_slot_ranges` ranges.
-    let ranges =
-        unsafe { std::slice::from_raw_parts(info.slot_ranges, info.num_slot_ranges as usize) };
-    ranges
-        .iter()
-        .filter_map(|range| {
-            Some((
-                u16::try_from(range.start).ok()?,
-                u16::try_from(range.end).ok()?,
-            ))
-        })
-        .collect()
-}
+/// Counts migrations, and drops what the module kept for keys that moved away.
+struct FollowMigrations;
 
-/// # Safety
-/// Called by Valkey only, for the atomic slot migration event, with its event context and
-/// a `ValkeyModuleAtomicSlotMigrationInfoV1`.
-unsafe extern "C" fn on_migration(
-    ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    subevent: u64,
-    data: *mut c_void,
-) {
-    guard::or_log("handling a slot migration", (), || {
-        // SAFETY: data is the event's info, alive for the callback.
-        let slots = unsafe { ranges(data.cast()) };
-        let context = Context::new(ctx);
-        let what = match subevent {
-            IMPORT_STARTED => "import started",
-            EXPORT_STARTED => "export started",
-            IMPORT_ABORTED => "import cancelled or failed: the imported keys are dropped",
-            EXPORT_ABORTED => "export cancelled or failed: the keys stay here",
-            IMPORT_COMPLETED => {
+impl SlotMigrationHandler for FollowMigrations {
+    fn handle(ctx: &Context, step: MigrationStep, slots: &[(u16, u16)]) {
+        let what = match step {
+            MigrationStep::ImportStarted => "import started",
+            MigrationStep::ExportStarted => "export started",
+            MigrationStep::ImportAborted => {
+                "import cancelled or failed: the imported keys are dropped"
+            }
+            MigrationStep::ExportAborted => "export cancelled or failed: the keys stay here",
+            MigrationStep::ImportCompleted => {
                 stats::SLOT_IMPORTS.add(1);
                 "import completed: these slots' keys continue here above their records"
             }
-            EXPORT_COMPLETED => {
+            MigrationStep::ExportCompleted => {
                 stats::SLOT_EXPORTS.add(1);
-                let forgotten = reservations::forget_slots(&slots);
-                context.log_notice(&format!(
+                let forgotten = reservations::forget_slots(slots);
+                ctx.log_notice(&format!(
                     "slot migration: forgot the fence of {forgotten} keys that moved away"
                 ));
                 "export completed: these slots' keys now live on the target"
             }
-            _ => return,
         };
-        context.log_notice(&format!("slot migration of slots {slots:?}: {what}"));
-    });
+        ctx.log_notice(&format!("slot migration of slots {slots:?}: {what}"));
+    }
 }

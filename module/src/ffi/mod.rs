@@ -1,9 +1,15 @@
 pub mod call;
+pub mod clock_source;
 pub mod command_docs;
 pub mod connected_clients;
+pub mod databases;
 pub mod decimal;
 pub mod guard;
+pub mod info;
 pub mod key_scan;
 pub mod keyspace;
+pub mod keyspace_events;
 pub mod main_thread;
 pub mod refusal;
+pub mod server_events;
+pub mod slot_migration;

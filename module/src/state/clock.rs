@@ -1,35 +1,16 @@
 //! The clocks the module reads: the wall clock (the time IDs carry) and a monotonic clock
 //! (how much time really passed, which the wall clock cannot tell when it steps).
 //!
-//! Read with `clock_gettime` directly and converted with 64-bit arithmetic: they are read
-//! on every `SNOWFLAKE.NEXT`, and `SystemTime`/`Instant` conversions (128-bit durations,
-//! an origin to subtract) cost about as much again as the reads.
+//! Both are read through `ffi::clock_source` (`clock_gettime`, in whole milliseconds).
 
-use idgen_core::{Clocks, Now};
-use redis_module::raw;
-
+use crate::ffi::clock_source::{self, SystemClock};
 use crate::state::settings;
-
-/// `clock`'s reading in whole milliseconds, or 0 if it cannot be read (it always can on
-/// Linux for the two clocks used here) or is before its origin.
-fn read_ms(clock: libc::clockid_t) -> u64 {
-    let mut time = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `time` is a valid, writable timespec for the call's duration.
-    if unsafe { libc::clock_gettime(clock, &mut time) } != 0 {
-        return 0;
-    }
-    let seconds = u64::try_from(time.tv_sec).unwrap_or(0);
-    let nanos = u64::try_from(time.tv_nsec).unwrap_or(0);
-    seconds * 1000 + nanos / 1_000_000
-}
+use idgen_core::{Clocks, Now};
 
 /// Milliseconds since the unix epoch, plus the debug clock offset (0 unless a test set
 /// `idgen.debug-clock-offset-ms`), or 0 if that is before 1970.
 pub fn wall_unix_ms() -> u64 {
-    with_debug_offset(read_ms(libc::CLOCK_REALTIME))
+    with_debug_offset(clock_source::read_ms(SystemClock::Realtime))
 }
 
 /// `unix_ms` moved by the debug clock offset (saturating at 0 and at the top).
@@ -50,11 +31,7 @@ fn with_debug_offset(unix_ms: u64) -> u64 {
 /// Inside `MULTI` or a script the server keeps one time for the whole transaction or
 /// script, so callers there read the clock instead.
 pub fn server_wall_unix_ms() -> Option<u64> {
-    // SAFETY: the pointer is set once, when the module loads (null where the server lacks
-    // the function), and only read afterwards; calling it needs no context.
-    let cached = unsafe { raw::RedisModule_CachedMicroseconds }?;
-    // SAFETY: as above: a function of the server's module API taking no arguments.
-    let micros = unsafe { cached() };
+    let micros = clock_source::server_cached_micros()?;
     let ms = u64::try_from(micros).unwrap_or(0) / 1000;
     Some(with_debug_offset(ms))
 }
@@ -63,7 +40,7 @@ pub fn server_wall_unix_ms() -> Option<u64> {
 /// debug clock offset does not move it: a test that shifts the wall clock shifts only the
 /// wall clock, as a real clock step would.
 pub fn monotonic_ms() -> u64 {
-    read_ms(libc::CLOCK_MONOTONIC)
+    clock_source::read_ms(SystemClock::Monotonic)
 }
 
 /// The clocks of one command call: the wall clock read once, when the call starts; the
