@@ -3,6 +3,8 @@ pub mod compose;
 pub mod decode;
 pub mod identity;
 pub mod info;
+pub mod issuing;
 pub mod segment_next;
+pub mod snowflake_bound;
 pub mod snowflake_next;
 pub mod table;

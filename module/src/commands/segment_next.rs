@@ -4,7 +4,7 @@ use idgen_core::{parse_redis_integer, reserve, ReservationPolicy, SegmentRange, 
 use redis_module::raw;
 
 use crate::commands::args::{parse_options, COUNT, DECIMAL_FORMAT};
-use crate::commands::snowflake_next::refuse_on_replica;
+use crate::commands::issuing::refuse_on_replica;
 use crate::ffi::call::Call;
 use crate::ffi::keyspace::{Key, Keyspace, Read, Write};
 use crate::ffi::refusal::{wrong_type, Refusal};

@@ -7,6 +7,7 @@ use idgen_core::{Batch, Clocks, IdError, IdFormat, KeyIssue, KeyRecord, KeyState
 use redis_module::raw;
 
 use crate::commands::args::{id_format, parse_options, COUNT, FORMAT, SHARD};
+use crate::commands::issuing::refuse_on_replica;
 use crate::datatype::snowflake_key::SnowflakeKey;
 use crate::ffi::call::{Arg, Call};
 use crate::ffi::keyspace::{Keyspace, Read, Write};
@@ -14,20 +15,7 @@ use crate::ffi::refusal::Refusal;
 use crate::state::clock;
 use crate::state::instance;
 use crate::state::pacing;
-use crate::state::replica_role;
 use crate::state::stats;
-
-/// Refuses to issue on a replica: only masters issue, so that a replica promoted later
-/// continues from its own offset without having handed anything out.
-pub fn refuse_on_replica(call: &Call) -> Result<(), Refusal> {
-    if replica_role::may_be_replica() && call.is_replica() && !call.is_replicated_or_loading() {
-        return Err(Refusal::new(
-            "READONLY",
-            "this instance is a replica; IDs are issued only by masters",
-        ));
-    }
-    Ok(())
-}
 
 /// `SNOWFLAKE.NEXT key [COUNT n] [SHARD s] [FORMAT decimal|base32|base62]`
 pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
@@ -45,7 +33,7 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
             return Ok(());
         }
     }
-    let issued = issue_by_the_rule(value, options)?;
+    let issued = issue_by_general_rule(value, options)?;
     drop(key);
     if let Some(extended) = issued.extend {
         write_bound(call, keys, key_name, extended, issued.batch.last_id())?;
@@ -80,7 +68,7 @@ impl NextOptions {
 
 /// Almost every call: one ID for a key this instance owns, under its bound, in the same
 /// millisecond as the call before; `None`, with nothing changed, for any other. The general
-/// rule ([`issue_by_the_rule`]) gives the same answer for it (idgen-core property-tests
+/// rule ([`issue_by_general_rule`]) gives the same answer for it (idgen-core property-tests
 /// that); this path skips its bookkeeping, and stays small enough to run inline.
 ///
 /// It takes the server's time for the command without asking whether the call is in a
@@ -109,7 +97,7 @@ fn issue_one_from_memory(value: &SnowflakeKey, shard: u64) -> Option<u64> {
 /// stepped. Records the last ID in the key's memory when the bound stays; the issue says
 /// which bound to write when it must be extended.
 #[inline(never)]
-fn issue_by_the_rule(
+fn issue_by_general_rule(
     value: Option<&SnowflakeKey>,
     options: NextOptions,
 ) -> Result<KeyIssue, Refusal> {
@@ -192,68 +180,4 @@ fn reply_batch(call: &Call, batch: &Batch, options: NextOptions) {
         call.reply_array(batch.count as usize);
         batch.ids().for_each(reply);
     }
-}
-
-/// `SNOWFLAKE.BOUND key`: the key's bound (every ID issued for it is at most this), or nil.
-pub fn bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
-    let key = keys.open::<Read>(call.arg(1));
-    match key.value::<SnowflakeKey>()? {
-        Some(value) => call.reply_id(value.record.bound),
-        None => call.reply_null(),
-    }
-    Ok(())
-}
-
-/// `SNOWFLAKE.SETBOUND key bound [owner]`: records a key's bound.
-///
-/// This is the form in which `SNOWFLAKE.NEXT` reaches replicas and the AOF (with the
-/// owner). From a client it is an operator's write: it only moves a bound forward, no
-/// further ahead than the drift bound, and records no owner — every instance then continues
-/// above it. `SNOWFLAKE.SETLAST key id`, its old name, does the same without an owner.
-pub fn set_bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
-    let key_name = call.arg(1);
-    let config = instance::config();
-    let bound = call
-        .arg_integer(2)
-        .ok_or_else(|| Refusal::new("ERR", "the bound must be an integer (an ID)"))?;
-    config.layout.decode(bound, config.identity.step)?;
-    let bound = bound as u64;
-    let from_client = !call.is_replicated_or_loading();
-    let owner = match (call.argc(), from_client) {
-        (3, _) => 0,
-        (4, false) => call
-            .arg_integer(3)
-            .ok_or_else(|| Refusal::new("ERR", "the owner must be an integer"))?
-            as u64,
-        (4, true) => {
-            return Err(Refusal::new(
-                "ERR",
-                "the owner is written by replication and the AOF only; a client sets a bound \
-                 with no owner: SNOWFLAKE.SETBOUND key bound",
-            ))
-        }
-        _ => {
-            return Err(Refusal::new(
-                "ERR",
-                "wrong number of arguments for SNOWFLAKE.SETBOUND: key bound [owner]",
-            ))
-        }
-    };
-    refuse_on_replica(call)?;
-    let mut key = keys.open::<Write>(key_name);
-    let current = key.value::<SnowflakeKey>()?.map(|value| value.record.bound);
-    if let Some(current) = current.filter(|&current| from_client && bound <= current) {
-        return Err(Refusal::new(
-            "ERR",
-            format!("SNOWFLAKE.SETBOUND only moves a key's bound forward; it is {current}"),
-        ));
-    }
-    // Replayed from the AOF or the master: raise the floor whatever the clock says, since
-    // IDs up to the bound may exist. From a client: refuse a bound too far ahead.
-    instance::with_sequence(|sequence| sequence.accept_bound(bound, clock::now(), from_client))?;
-    key.store(SnowflakeKey::from_record(KeyRecord { bound, owner }))?;
-    drop(key);
-    call.replicate_key_values(c"SNOWFLAKE.SETBOUND", key_name, bound as i64, owner as i64);
-    call.reply_simple(c"OK");
-    Ok(())
 }

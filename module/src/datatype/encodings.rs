@@ -11,49 +11,38 @@
 //! wrote it. For that, every encoding after [`KNOWN`] begins its aux record with the writing
 //! release's version, as a string: this release reads just that much of a newer record.
 
-use std::ffi::c_int;
-
-use redis_module::logging::{log_io_error, RedisLogLevel};
-use redis_module::raw;
-
+use crate::ffi::data_type::Rdb;
 use crate::state::version;
 
 /// The newest encoding this release reads, and the one it writes: a key is its bound and
 /// owner (2; 0 and 1, a last ID, load as a bound with no owner); the aux record is the
 /// snowflake position (0) and the remembered segment values (1 on).
-pub const KNOWN: c_int = 2;
+pub const KNOWN: i32 = 2;
 
 /// Whether this release reads `encver`.
-pub fn readable(encver: c_int) -> bool {
+pub fn readable(encver: i32) -> bool {
     (0..=KNOWN).contains(&encver)
 }
 
 /// Logs why the aux record in encoding `encver` (newer than [`KNOWN`]) cannot be loaded,
 /// naming the release that wrote it, read from the record's start.
-pub fn refuse_aux(rdb: *mut raw::RedisModuleIO, encver: c_int) {
-    let writer = raw::load_string_buffer(rdb)
+pub fn refuse_aux(rdb: &mut Rdb<'_>, encver: i32) {
+    let writer = rdb
+        .load_bytes()
         .ok()
-        .map(|text| String::from_utf8_lossy(text.as_ref()).into_owned())
+        .map(|text| String::from_utf8_lossy(&text).into_owned())
         .filter(|text| looks_like_a_version(text));
-    log_io_error(
-        rdb,
-        RedisLogLevel::Warning,
-        &newer_data_message(encver, writer.as_deref()),
-    );
+    rdb.log_warning(&newer_data_message(encver, writer.as_deref()));
 }
 
 /// Logs why a key in encoding `encver` (newer than [`KNOWN`]) cannot be loaded (an RDB, or a
 /// `RESTORE`, `MIGRATE` or slot migration from a node on a newer release).
-pub fn refuse_key(rdb: *mut raw::RedisModuleIO, encver: c_int) {
-    log_io_error(
-        rdb,
-        RedisLogLevel::Warning,
-        &newer_data_message(encver, None),
-    );
+pub fn refuse_key(rdb: &mut Rdb<'_>, encver: i32) {
+    rdb.log_warning(&newer_data_message(encver, None));
 }
 
 /// The message for data in encoding `encver`, written by release `writer` if known.
-fn newer_data_message(encver: c_int, writer: Option<&str>) -> String {
+fn newer_data_message(encver: i32, writer: Option<&str>) -> String {
     let who = match writer {
         Some(writer) => format!("idgen {writer}"),
         None => "a newer idgen release".to_string(),

@@ -10,8 +10,9 @@
 //!   memory (the snowflake owner's last ID) sits in a `Cell` of the value, and replicated
 //!   data can be changed only through a [`Write`] key, whose closing tells Redis.
 //!
-//! Module values are reached only through [`ModuleValue`], whose implementor vouches that
-//! its Redis type holds exactly that Rust type.
+//! Module values are reached only through [`ModuleDataType::data_type`]: a
+//! `DataType<T>`, whose callbacks (the only other makers and freers of its values) treat
+//! every value as a `Box<T>` (`ffi::data_type`).
 
 use std::ffi::c_int;
 use std::marker::PhantomData;
@@ -20,6 +21,7 @@ use std::ptr::NonNull;
 use redis_module::raw;
 
 use crate::ffi::call::Arg;
+use crate::ffi::data_type::ModuleDataType;
 use crate::ffi::decimal::DecimalBuffer;
 use crate::ffi::refusal::{wrong_type, Refusal};
 
@@ -62,18 +64,6 @@ pub enum KeyKind {
     Module,
     /// Any other Redis type.
     Other,
-}
-
-/// A Rust type stored as the values of a Redis module type.
-///
-/// # Safety
-/// [`ModuleValue::registered`] must return the Redis type (or null before registration)
-/// whose every value is a `Box<Self>` turned into a pointer with `Box::into_raw`, and whose
-/// free callback drops it as a `Box<Self>`. [`Key`] relies on it to turn a value pointer
-/// into `&Self`.
-pub unsafe trait ModuleValue: Sized {
-    /// The Redis type whose values are this Rust type.
-    fn registered() -> *mut raw::RedisModuleType;
 }
 
 /// The keys of the running command. There is one per call (made by the command dispatcher),
@@ -135,7 +125,7 @@ impl<M: Mode> Key<'_, M> {
 
     /// The key's value if it holds a `T`; `None` if it is empty; WRONGTYPE otherwise.
     #[inline(always)]
-    pub fn value<T: ModuleValue>(&self) -> Result<Option<&T>, Refusal> {
+    pub fn value<T: ModuleDataType>(&self) -> Result<Option<&T>, Refusal> {
         // SAFETY: the pointer is a live `Box<T>` owned by the key (`typed_value`), borrowed
         // for no longer than `&self`; nothing can change it meanwhile (`value_mut` and
         // `store` take `&mut self`, and no other handle on the key exists).
@@ -173,13 +163,13 @@ impl<M: Mode> Key<'_, M> {
 
     /// The pointer to the key's value if it is a value of `T`'s registered type.
     #[inline(always)]
-    fn typed_value<T: ModuleValue>(&self) -> Result<Option<NonNull<T>>, Refusal> {
+    fn typed_value<T: ModuleDataType>(&self) -> Result<Option<NonNull<T>>, Refusal> {
         // The common case first, in two API calls: Redis answers null for an empty key or a
         // value that is not a module's, and only then is the key's kind asked.
         // SAFETY: the handle is open or null.
         let kind = unsafe { raw::RedisModule_ModuleTypeGetType.unwrap()(self.handle) };
-        if !kind.is_null() && kind == T::registered() {
-            // SAFETY: the key holds a value of T's type, a `Box<T>`'s pointer (`ModuleValue`).
+        if !kind.is_null() && kind == T::data_type().registered() {
+            // SAFETY: the key holds a value of T's type, a `Box<T>`'s pointer (`ffi::data_type`).
             let value = unsafe { raw::RedisModule_ModuleTypeGetValue.unwrap()(self.handle) };
             return Ok(NonNull::new(value.cast::<T>()));
         }
@@ -193,7 +183,7 @@ impl<M: Mode> Key<'_, M> {
 impl Key<'_, Write> {
     /// The key's value, to change in place, if it holds a `T`; `None` if it is empty;
     /// WRONGTYPE otherwise.
-    pub fn value_mut<T: ModuleValue>(&mut self) -> Result<Option<&mut T>, Refusal> {
+    pub fn value_mut<T: ModuleDataType>(&mut self) -> Result<Option<&mut T>, Refusal> {
         // SAFETY: as in `value`; `&mut self` makes this the only reference.
         Ok(self
             .typed_value::<T>()?
@@ -202,18 +192,23 @@ impl Key<'_, Write> {
 
     /// Stores `value` as the key's value: in place if the key holds a `T`, as a new value
     /// if it is empty; WRONGTYPE otherwise.
-    pub fn store<T: ModuleValue>(&mut self, value: T) -> Result<(), Refusal> {
+    pub fn store<T: ModuleDataType>(&mut self, value: T) -> Result<(), Refusal> {
         self.require_handle()?;
         if let Some(current) = self.value_mut::<T>()? {
             *current = value;
             return Ok(());
         }
+        let registered = T::data_type().registered();
+        if registered.is_null() {
+            // A type that was never registered with Redis has no values to hold.
+            return Err(write_failed());
+        }
         let ptr = Box::into_raw(Box::new(value));
-        // SAFETY: the key is open for writing and empty; T's registered type frees its
-        // values as `Box<T>` (the `ModuleValue` contract). On failure Redis did not take
-        // the pointer, so the box is taken back.
+        // SAFETY: the key is open for writing and empty; `DataType<T>`'s callbacks free its
+        // values as `Box<T>` (`ffi::data_type`). On failure Redis did not take the pointer,
+        // so the box is taken back.
         let status = unsafe {
-            raw::RedisModule_ModuleTypeSetValue.unwrap()(self.handle, T::registered(), ptr.cast())
+            raw::RedisModule_ModuleTypeSetValue.unwrap()(self.handle, registered, ptr.cast())
         };
         if status != raw::REDISMODULE_OK as c_int {
             drop(unsafe { Box::from_raw(ptr) });

@@ -1,7 +1,9 @@
 pub mod call;
 pub mod clock_source;
 pub mod command_docs;
+pub mod command_table;
 pub mod connected_clients;
+pub mod data_type;
 pub mod databases;
 pub mod decimal;
 pub mod guard;
