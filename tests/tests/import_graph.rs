@@ -1,38 +1,142 @@
-//! No import circles in the crates' sources: each file's `crate::` uses form a graph with no
-//! cycle, so every layer can be read and changed from the bottom up (in the module: call and
-//! keys, then the commands, then the registry; in the client: connections and nodes, then
-//! the modes, then the client). A pure test, beside the server tests.
+//! The crates' structure, checked from their sources (a pure test, beside the server tests):
+//!
+//! - no import circles: each file's `crate::` uses form a graph with no cycle, so every
+//!   layer can be read and changed from the bottom up;
+//! - the module's layers (docs/architecture.md): `ffi/` is the only place with `unsafe` and
+//!   imports nothing above it; `state/` knows only `ffi/`; `datatype/` knows `ffi/` and
+//!   `state/`; `events/` and `commands/` build on all three and never on each other; and a
+//!   command's file never imports another command's (shared helpers — argument parsing, the
+//!   checks before issuing — sit in files of their own, and only the table names every
+//!   command).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// The modules a file's text names through `crate::x` or `crate::{x, y::z}`.
+/// The module paths a text names through `crate::a::b`, `crate::{a, b::c}` or
+/// `crate::a::{b, c::D}`, as written (each item's path joined with `::`).
 fn imports(text: &str) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     let mut rest = text;
     while let Some(at) = rest.find("crate::") {
         rest = &rest[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let end = group.find('}').unwrap_or(group.len());
-            for item in group[..end].split(',') {
-                let name: String = item
-                    .trim()
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    found.insert(name);
-                }
-            }
-        } else {
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            found.insert(name);
-        }
+        collect_paths("", rest, &mut found);
     }
     found
+}
+
+/// Adds the paths that `text` (what follows `crate::` or a group's `{`) starts with,
+/// prefixed by `prefix`.
+fn collect_paths(prefix: &str, text: &str, found: &mut BTreeSet<String>) {
+    let mut path = prefix.to_string();
+    let mut rest = text;
+    loop {
+        if let Some(group) = rest.strip_prefix('{') {
+            for item in split_group(group) {
+                collect_paths(&path, item.trim(), found);
+            }
+            return;
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        rest = &rest[name.len()..];
+        if !name.is_empty() {
+            if !path.is_empty() {
+                path.push_str("::");
+            }
+            path.push_str(&name);
+        }
+        if let Some(after) = rest.strip_prefix("::") {
+            rest = after;
+            continue;
+        }
+        break;
+    }
+    if !path.is_empty() {
+        found.insert(path);
+    }
+}
+
+/// The top-level items of a `{…}` group whose text starts after the `{`.
+fn split_group(group: &str) -> Vec<&str> {
+    let (mut depth, mut start, mut items) = (0, 0, Vec::new());
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                return items;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[start..]);
+    items
+}
+
+/// Every `.rs` file under `dir`, with its module path (`ffi/call.rs` → `ffi::call`,
+/// `ffi/mod.rs` → `ffi`, `lib.rs` → the empty path).
+fn source_files(dir: &Path) -> Vec<(String, PathBuf)> {
+    fn walk(dir: &Path, prefix: &[String], out: &mut Vec<(String, PathBuf)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_string_lossy().to_string();
+            if path.is_dir() {
+                let mut inner = prefix.to_vec();
+                inner.push(name);
+                walk(&path, &inner, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let mut module = prefix.to_vec();
+                if name != "mod" && name != "lib" {
+                    module.push(name);
+                }
+                out.push((module.join("::"), path));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &[], &mut out);
+    out
+}
+
+/// A file's text without its `#[cfg(test)]` module (unit tests may import anything of
+/// their file).
+fn without_tests(text: &str) -> &str {
+    text.find("#[cfg(test)]").map_or(text, |at| &text[..at])
+}
+
+/// The import graph of a crate's `src`, by module path: each file's imports, resolved to
+/// the longest module path that exists (an item's path names its module).
+fn graph_of(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let files = source_files(src);
+    let modules: BTreeSet<String> = files.iter().map(|(module, _)| module.clone()).collect();
+    let mut graph = BTreeMap::new();
+    for (module, path) in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        let used = imports(without_tests(&text))
+            .into_iter()
+            .filter_map(|import| resolve(&import, &modules))
+            .filter(|used| used != module && !module.starts_with(&format!("{used}::")))
+            .filter(|used| !used.is_empty())
+            .collect();
+        graph.insert(module.clone(), used);
+    }
+    graph
+}
+
+/// The longest module path that `import` starts with.
+fn resolve(import: &str, modules: &BTreeSet<String>) -> Option<String> {
+    let parts: Vec<&str> = import.split("::").collect();
+    (1..=parts.len())
+        .rev()
+        .map(|n| parts[..n].join("::"))
+        .find(|candidate| modules.contains(candidate))
 }
 
 /// A cycle in `graph`, as the modules on it, if there is one.
@@ -65,30 +169,76 @@ fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
         .find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
 }
 
-/// The import graph of one crate's `src`, by file.
-fn graph_of(crate_dir: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(crate_dir)
-        .join("src");
-    let mut graph = BTreeMap::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_stem().unwrap().to_string_lossy().to_string();
-        if path.extension().is_some_and(|e| e == "rs") && name != "lib" {
-            let text = std::fs::read_to_string(&path).unwrap();
-            let mut used = imports(&text);
-            used.remove(&name);
-            graph.insert(name, used);
+/// The layers each layer of the module may import (itself included).
+const MAY_IMPORT: [(&str, &[&str]); 5] = [
+    ("ffi", &["ffi"]),
+    ("state", &["ffi", "state"]),
+    ("datatype", &["ffi", "state", "datatype"]),
+    ("events", &["ffi", "state", "datatype", "events"]),
+    ("commands", &["ffi", "state", "datatype", "commands"]),
+];
+
+/// Files of `commands/` that every command may use; the others are commands (or the INFO
+/// section), which never import each other. The table names every command.
+const SHARED_BY_COMMANDS: [&str; 3] = ["commands", "commands::args", "commands::issuing"];
+const COMMAND_TABLE: &str = "commands::table";
+
+/// Every broken layer rule in a module's import graph, one line each.
+fn layer_violations(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let layer_of = |module: &str| module.split("::").next().unwrap_or_default().to_string();
+    let mut broken = Vec::new();
+    for (module, used) in graph {
+        let layer = layer_of(module);
+        let Some((_, allowed)) = MAY_IMPORT.iter().find(|(name, _)| *name == layer) else {
+            if !module.is_empty() {
+                broken.push(format!(
+                    "{module} is in no layer (ffi, state, datatype, events, commands)"
+                ));
+            }
+            continue;
+        };
+        for import in used {
+            if !allowed.contains(&layer_of(import).as_str()) {
+                broken.push(format!(
+                    "{module} imports {import}: {layer} may import only {allowed:?}"
+                ));
+            }
+            let between_commands = layer == "commands"
+                && layer_of(import) == "commands"
+                && module != COMMAND_TABLE
+                && !SHARED_BY_COMMANDS.contains(&import.as_str());
+            if between_commands {
+                broken.push(format!(
+                    "{module} imports {import}: commands never import each other"
+                ));
+            }
         }
     }
-    graph
+    broken
+}
+
+/// Whether `text` uses `unsafe` in code (not in a comment or a string).
+fn uses_unsafe(text: &str) -> bool {
+    text.lines().any(|line| {
+        let code = line.split("//").next().unwrap_or_default();
+        let outside_strings: String = code.split('"').step_by(2).collect();
+        outside_strings
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|word| word == "unsafe")
+    })
+}
+
+fn crate_src(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(name)
+        .join("src")
 }
 
 #[test]
 fn the_module_core_and_client_sources_have_no_import_circle() {
     for crate_dir in ["module", "client", "core"] {
-        let graph = graph_of(crate_dir);
+        let graph = graph_of(&crate_src(crate_dir));
         assert!(graph.len() > 8, "read {} files of {crate_dir}", graph.len());
         assert_eq!(
             find_cycle(&graph),
@@ -96,6 +246,41 @@ fn the_module_core_and_client_sources_have_no_import_circle() {
             "an import circle in {crate_dir}/src"
         );
     }
+}
+
+#[test]
+fn the_module_keeps_its_layers() {
+    let graph = graph_of(&crate_src("module"));
+    assert!(graph.keys().any(|m| m.starts_with("ffi::")), "{graph:?}");
+    let broken = layer_violations(&graph);
+    assert!(
+        broken.is_empty(),
+        "layer rules broken:\n{}",
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn unsafe_code_is_only_under_ffi() {
+    let outside: Vec<String> = source_files(&crate_src("module"))
+        .into_iter()
+        .filter(|(module, _)| module != "ffi" && !module.starts_with("ffi::"))
+        .filter(|(_, path)| uses_unsafe(&std::fs::read_to_string(path).unwrap()))
+        .map(|(module, _)| module)
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "unsafe outside module/src/ffi: {outside:?}"
+    );
+    let ffi_with_unsafe = source_files(&crate_src("module"))
+        .into_iter()
+        .filter(|(module, _)| module.starts_with("ffi::"))
+        .filter(|(_, path)| uses_unsafe(&std::fs::read_to_string(path).unwrap()))
+        .count();
+    assert!(
+        ffi_with_unsafe > 5,
+        "the checker finds the FFI layer's unsafe code"
+    );
 }
 
 #[test]
@@ -107,6 +292,59 @@ fn the_cycle_finder_finds_a_circle_through_a_group_import() {
         imports("use crate::{decimal, refusal::Refusal, call::Arg};"),
     );
     graph.insert("decimal".to_string(), BTreeSet::new());
+    let modules = ["call", "key", "decimal", "refusal"]
+        .map(String::from)
+        .into_iter()
+        .collect();
+    for used in graph.values_mut() {
+        *used = used.iter().filter_map(|i| resolve(i, &modules)).collect();
+    }
     let cycle = find_cycle(&graph).expect("call -> key -> call");
     assert_eq!(cycle, ["call", "key"]);
+}
+
+#[test]
+fn nested_group_imports_resolve_to_their_modules() {
+    let found = imports(
+        "use crate::ffi::{call::Call, keyspace::{Keyspace, Read}};\nuse crate::state::stats;",
+    );
+    assert!(found.contains("ffi::call::Call"), "{found:?}");
+    assert!(found.contains("ffi::keyspace::Read"), "{found:?}");
+    assert!(found.contains("state::stats"), "{found:?}");
+}
+
+#[test]
+fn the_layer_rules_catch_each_kind_of_break() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("ffi::call", vec!["state::stats"]),
+        ("state::stats", vec!["commands::info"]),
+        (
+            "commands::segment_next",
+            vec!["commands::snowflake_next", "commands::args"],
+        ),
+        ("commands::table", vec!["commands::segment_next"]),
+        ("events::key_events", vec!["commands::issuing"]),
+        ("helpers", vec![]),
+    ]
+    .into_iter()
+    .map(|(m, used)| (m.to_string(), used.into_iter().map(String::from).collect()))
+    .collect();
+    let broken = layer_violations(&graph);
+    for expected in [
+        "ffi::call imports state::stats",
+        "state::stats imports commands::info",
+        "commands::segment_next imports commands::snowflake_next: commands never import each other",
+        "events::key_events imports commands::issuing",
+        "helpers is in no layer",
+    ] {
+        assert!(
+            broken.iter().any(|line| line.starts_with(expected)),
+            "{expected} not caught in {broken:?}"
+        );
+    }
+    assert_eq!(broken.len(), 5, "{broken:?}");
+    assert!(uses_unsafe("    let x = unsafe { f() };"));
+    assert!(!uses_unsafe(
+        "// SAFETY: no unsafe here\nlet s = \"unsafe\";"
+    ));
 }

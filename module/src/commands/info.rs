@@ -4,14 +4,14 @@ use idgen_core::utc::{format_date, format_unix_ms};
 
 use crate::ffi::info::{InfoFields, InfoSection};
 
-use crate::events::config_warnings;
-use crate::events::slot_migration;
 use crate::state::clock;
 use crate::state::failback_marks;
 use crate::state::instance;
 use crate::state::pacing;
 use crate::state::reservations;
+use crate::state::server_support;
 use crate::state::stats;
+use crate::state::warnings;
 
 /// The `# idgen` section of `INFO`.
 pub struct IdgenSection;
@@ -72,7 +72,7 @@ fn add_fields(fields: &InfoFields<'_>) {
     number("promotions", stats::PROMOTIONS.get());
     text(
         "atomic_slot_migration",
-        if slot_migration::handled() {
+        if server_support::atomic_slot_migration() {
             "handled"
         } else {
             "not offered by this server"
@@ -81,5 +81,5 @@ fn add_fields(fields: &InfoFields<'_>) {
     number("slot_imports", stats::SLOT_IMPORTS.get());
     number("slot_exports", stats::SLOT_EXPORTS.get());
     number("errors", stats::ERRORS.get());
-    text("warnings", &config_warnings::summary());
+    text("warnings", &warnings::summary());
 }

@@ -12,6 +12,7 @@ use crate::commands::snowflake_next;
 use crate::ffi::command_docs::{ArgDoc, CommandDocs, KeyAccess};
 use crate::ffi::command_table::{self, command_table, CommandSpec};
 use crate::state::stats;
+use crate::state::version;
 
 /// Counts an error reply (`INFO idgen`'s `errors`).
 fn count_error() {
@@ -172,5 +173,5 @@ command_table! {
 
 /// Creates every command; fails on the first that cannot be created.
 pub fn register_all(ctx: &Context) -> Result<(), String> {
-    command_table::register_all(ctx, COMMANDS)
+    command_table::register_all(ctx, COMMANDS, version::SINCE)
 }

@@ -1,28 +1,16 @@
 //! Watches the server's configuration for settings that void a guarantee, and says so in
 //! the log (once, when it appears) and in `INFO idgen` (`idgen_warnings`).
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use redis_module::{Context, RedisValue};
 
 use crate::ffi::guard;
 use crate::state::instance;
+use crate::state::warnings;
 
 /// How often the configuration is checked.
 const CHECK_EVERY: Duration = Duration::from_secs(5);
-
-static CURRENT: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-/// The warnings in force, joined for INFO (`none` when there are none).
-pub fn summary() -> String {
-    let current = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
-    if current.is_empty() {
-        "none".to_string()
-    } else {
-        current.join(" | ")
-    }
-}
 
 /// Starts the periodic check; the first runs right after load.
 pub fn start(ctx: &Context) {
@@ -36,12 +24,9 @@ fn check(ctx: &Context, (): ()) {
         "checking the configuration for guarantees at risk",
         (),
         || {
-            let found = find(ctx);
-            let mut current = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
-            for warning in found.iter().filter(|w| !current.contains(w)) {
+            for warning in warnings::replace(find(ctx)) {
                 ctx.log_warning(&format!("guarantee at risk: {warning}"));
             }
-            *current = found;
         },
     );
     ctx.create_timer(CHECK_EVERY, check, ());

@@ -20,26 +20,17 @@
 //!   deletes what it imported; the module keeps nothing for imported keys until they are
 //!   used, which they cannot be before the slots are handed over.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use redis_module::Context;
 
 use crate::ffi::slot_migration::{self, MigrationStep, SlotMigrationHandler};
 use crate::state::reservations;
+use crate::state::server_support;
 use crate::state::stats;
-
-/// Whether this server migrates slots atomically and the module declared that it handles it.
-static HANDLED: AtomicBool = AtomicBool::new(false);
-
-/// Whether atomic slot migration is handled here (`INFO idgen`).
-pub fn handled() -> bool {
-    HANDLED.load(Ordering::Relaxed)
-}
 
 /// Declares support for atomic slot migration where the server offers it.
 pub fn declare(ctx: &Context) {
     if slot_migration::declare::<FollowMigrations>(ctx) {
-        HANDLED.store(true, Ordering::Relaxed);
+        server_support::set_atomic_slot_migration(true);
         ctx.log_notice("atomic slot migration (CLUSTER MIGRATESLOTS) is handled");
     }
 }

@@ -12,7 +12,6 @@ use idgen_core::IdFormat;
 use redis_module::{raw, Context, ContextFlags};
 
 use crate::ffi::connected_clients;
-use crate::ffi::decimal::DecimalBuffer;
 use crate::ffi::refusal::Refusal;
 
 /// An argument of the running command: a Redis string that lives as long as the call.
@@ -176,7 +175,7 @@ impl Call {
     #[inline(always)]
     pub fn reply_id(&self, id: u64) {
         if self.is_from_script() {
-            self.reply_bulk(DecimalBuffer::new().u64(id));
+            self.reply_bulk(itoa::Buffer::new().format(id));
         } else {
             self.reply_integer(id as i64);
         }

@@ -110,7 +110,12 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
 impl CommandDocs {
     /// Hands the docs to Redis for `command`, whose arity is `arity` (exact count if
     /// positive, minimum count if negative).
-    pub fn apply(&self, command: *mut raw::RedisModuleCommand, arity: c_int) -> Result<(), String> {
+    pub fn apply(
+        &self,
+        command: *mut raw::RedisModuleCommand,
+        arity: c_int,
+        since: &CStr,
+    ) -> Result<(), String> {
         // Redis copies what it needs; these buffers only have to outlive the call.
         let names: Vec<CString> = self
             .args
@@ -163,7 +168,7 @@ impl CommandDocs {
             version: &INFO_VERSION,
             summary: self.summary.as_ptr(),
             complexity: self.complexity.as_ptr(),
-            since: crate::state::version::SINCE.as_ptr(),
+            since: since.as_ptr(),
             history: std::ptr::null_mut(),
             tips: self.tips.map_or(std::ptr::null(), CStr::as_ptr),
             arity,

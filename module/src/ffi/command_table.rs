@@ -136,8 +136,13 @@ macro_rules! command_table {
 }
 pub(crate) use command_table;
 
-/// Creates every command; logs and fails on the first that cannot be created.
-pub fn register_all(ctx: &Context, commands: &[(CommandSpec, EntryPoint)]) -> Result<(), String> {
+/// Creates every command (`since`: the release that added them, for COMMAND DOCS); fails
+/// on the first that cannot be created.
+pub fn register_all(
+    ctx: &Context,
+    commands: &[(CommandSpec, EntryPoint)],
+    since: &CStr,
+) -> Result<(), String> {
     for (spec, entry) in commands {
         let (first, last, step) = spec.key_positions();
         let name = spec.name.to_string_lossy();
@@ -162,7 +167,7 @@ pub fn register_all(ctx: &Context, commands: &[(CommandSpec, EntryPoint)]) -> Re
             return Err(format!("could not look up command {name}"));
         }
         spec.docs
-            .apply(command, spec.arity)
+            .apply(command, spec.arity, since)
             .map_err(|e| format!("{name}: {e}"))?;
         // ACL categories for module commands exist from Redis 7.2; on 7.0 users grant the
         // commands by name (+snowflake.next).

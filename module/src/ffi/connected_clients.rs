@@ -3,8 +3,8 @@
 //!
 //! Inside a Lua script or function an integer reply becomes a Lua double, so IDs are
 //! answered as strings there (`Call::reply_id`). The only way the module API says whether
-//! a call runs in a script is `RedisModule_GetContextFlags`, about 100–130 instructions, a
-//! fifteenth of a whole `SNOWFLAKE.NEXT` request. But whether a call can run in a script
+//! a call runs in a script is `RedisModule_GetContextFlags`, which costs a
+//! noticeable share of a whole `SNOWFLAKE.NEXT` request (docs/performance.md). But whether a call can run in a script
 //! follows from its client:
 //!
 //! - A script's commands run on the scripting engine's own client (Redis and Valkey create

@@ -4,7 +4,7 @@
 //! ([`ModuleDataType`], `datatype::snowflake_key`).
 //!
 //! Every value of a [`DataType<T>`] is a `Box<T>` turned into a pointer: made by
-//! [`crate::ffi::keyspace::Key::store`] and by the `rdb_load` and `copy` callbacks below,
+//! `Key::store` (in `ffi::keyspace`) and by the `rdb_load` and `copy` callbacks below,
 //! dropped as a `Box<T>` by `free`. A `DataType<T>` can only be made by [`DataType::new`],
 //! whose callbacks are exactly these, so a key of that Redis type holds a `T`.
 

@@ -22,7 +22,6 @@ use redis_module::raw;
 
 use crate::ffi::call::Arg;
 use crate::ffi::data_type::ModuleDataType;
-use crate::ffi::decimal::DecimalBuffer;
 use crate::ffi::refusal::{wrong_type, Refusal};
 
 /// How a key is opened: [`Read`] or [`Write`].
@@ -222,11 +221,11 @@ impl Key<'_, Write> {
     ///
     /// The digits are written into the string in place (truncate, then direct access) rather
     /// than with `RedisModule_StringSet`, which deletes the key and adds a new one: that
-    /// costs about 2,000 instructions a call, more than `INCR` does in all.
+    /// costs more than a whole `INCR` (docs/performance.md).
     pub fn set_integer(&mut self, value: i64) -> Result<(), Refusal> {
         self.require_handle()?;
-        let mut buffer = DecimalBuffer::new();
-        let digits = buffer.i64(value).as_bytes();
+        let mut buffer = itoa::Buffer::new();
+        let digits = buffer.format(value).as_bytes();
         // SAFETY: the handle is open for writing; StringTruncate makes the key
         // a string of exactly `digits.len()` bytes (creating it if empty), and DMA then
         // points at those bytes, which nothing else references (`&mut self`), until the key

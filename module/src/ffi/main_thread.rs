@@ -2,8 +2,8 @@
 //!
 //! Redis runs commands, key-event handlers, timers and data loading on its main thread, so
 //! the module's instance-wide state is never contended. A `Mutex` around it costs two
-//! locked instructions on every `SNOWFLAKE.NEXT` and `SEGMENT.NEXT` (about 40 cycles, for
-//! nothing); this cell costs two loads and two compares. It stays sound whatever calls it:
+//! locked instructions on every `SNOWFLAKE.NEXT` and `SEGMENT.NEXT`, for nothing; this cell
+//! costs two loads and two compares (docs/performance.md). It stays sound whatever calls it:
 //! the first thread to use a cell owns it for the cell's life, any other thread's use
 //! panics (every entry point from Redis catches panics), and a use from inside another
 //! use of the same cell panics instead of handing out a second `&mut`.

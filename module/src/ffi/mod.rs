@@ -5,7 +5,6 @@ pub mod command_table;
 pub mod connected_clients;
 pub mod data_type;
 pub mod databases;
-pub mod decimal;
 pub mod guard;
 pub mod info;
 pub mod key_scan;

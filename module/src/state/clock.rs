@@ -53,7 +53,7 @@ pub struct CallClocks {
 impl CallClocks {
     /// Reads the wall clock itself, never the server's reading for the command: that
     /// reading stands still inside `MULTI` and scripts, and telling those apart takes the
-    /// context flags (about a hundred instructions), where a clock read takes about forty.
+    /// context flags, which cost more than a clock read (docs/performance.md).
     /// The clock read here is never behind the server's reading for a later command, which
     /// the server takes when that command starts.
     pub fn read() -> Self {

@@ -1,6 +1,6 @@
 //! Whether this instance may be a replica, followed through the role-change events, so that
-//! a command on a master need not ask Redis for its context flags (about 130 instructions,
-//! a tenth of a segment call) only to learn it may issue.
+//! a command on a master need not ask Redis for its context flags (a tenth of a segment
+//! call; docs/performance.md) only to learn it may issue.
 //!
 //! Set at load from the context flags (a server started with `replicaof` is a replica by
 //! then) and at every role change. It only decides whether the flags are asked: a command
