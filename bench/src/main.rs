@@ -1,7 +1,10 @@
 //! Side-by-side benchmarks of redis-idgen, written to BENCHMARKS.md and bench/throughput.svg.
 //!
-//! `cargo run --release -p idgen-bench -- [--quick] [--rounds N]` (scripts/bench.sh builds
-//! the module first). `--quick` runs a small version for a smoke test.
+//! `cargo run --release -p idgen-bench -- [--quick] [--rounds N] [--floor-only]`
+//! (scripts/bench.sh builds the module first). `--quick` runs a small version for a smoke
+//! test; `--floor-only` only compares idgen's commands with the C floor on every server and
+//! prints the ratios (`IDGEN_MODULE=path/to/libidgen.so` compares another build:
+//! `scripts/bench.sh --floor-only`).
 
 mod client_side;
 mod cpus;
@@ -70,6 +73,18 @@ async fn main() {
         .unwrap_or(if quick { 1 } else { 3 });
     let scale = if quick { 0.1 } else { 1.0 };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if args.iter().any(|a| a == "--floor-only") {
+        // Only the floor comparison (rates and, with valgrind, instructions), printed rather
+        // than written into BENCHMARKS.md: for comparing two builds of the module
+        // (`IDGEN_MODULE=path/to/libidgen.so`) without the full run.
+        let count_instructions = instructions::available();
+        let floors =
+            tokio::task::spawn_blocking(move || floor::run(rounds, scale, count_instructions))
+                .await
+                .unwrap();
+        print!("{}", report::floor_summary(&floors));
+        return;
+    }
 
     eprintln!("server side…");
     let server = tokio::task::spawn_blocking(move || server_side::run(rounds, scale))

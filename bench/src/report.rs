@@ -479,6 +479,31 @@ fn round_ratios(floor: &ServerFloor, index: usize) -> String {
         .join(", ")
 }
 
+/// One line per server and idgen command: the ratio to the floor by rate (median of the
+/// rounds) and by instructions, for `idgen-bench --floor-only`.
+pub fn floor_summary(floors: &[ServerFloor]) -> String {
+    let mut w = String::new();
+    for floor in floors {
+        for index in [2, 3] {
+            let by_instructions = floor
+                .instructions
+                .as_ref()
+                .map_or("–".to_string(), |counts| {
+                    format!("{:.2}", counts[index].floor_ratio(&counts[FLOOR]))
+                });
+            let _ = writeln!(
+                w,
+                "{} {}: × floor by rate {:.2} (rounds: {}), by instructions {by_instructions}",
+                floor.name,
+                FLOOR_COMMANDS[index].label,
+                floor.ratio_to(index, FLOOR),
+                round_ratios(floor, index),
+            );
+        }
+    }
+    w
+}
+
 fn render_floors(w: &mut String, floors: &[ServerFloor]) {
     let _ = writeln!(
         w,
