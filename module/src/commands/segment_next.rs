@@ -18,10 +18,10 @@ use crate::state::stats;
 /// instance's residue class.
 ///
 /// Most calls are served from the key's reservation in memory and write nothing: the key
-/// already holds a value at or above them (`segment_keys`). Otherwise the call takes its
+/// already holds a value at or above them (`state::reservations`). Otherwise the call takes its
 /// range above the key's value — skipping the segment fence on the key's first use after a
 /// start, and above a value this instance handed out before a full sync replaced its data
-/// (`segment_marks`) — and writes a new reservation's top into the key (replicated as
+/// (`state::failback_marks`) — and writes a new reservation's top into the key (replicated as
 /// `SET`) before it answers.
 pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key_name = call.arg(1);

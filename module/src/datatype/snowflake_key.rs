@@ -8,7 +8,7 @@
 //! - the instance's snowflake position is saved as RDB aux data (also inside an AOF's RDB
 //!   preamble) and restored on load, so after a restart nothing at or before the last
 //!   persisted millisecond is issued again, even if the wall clock is now behind it;
-//! - so are the segment values this instance remembers (`segment_marks`), so a replica that
+//! - so are the segment values this instance remembers (`state::failback_marks`), so a replica that
 //!   restarts still knows what it handed out before a full sync erased it.
 
 use std::cell::Cell;

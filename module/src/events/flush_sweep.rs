@@ -1,4 +1,4 @@
-//! After a flush, forgets the segment keys held since the start (`segment_keys`) that the
+//! After a flush, forgets the segment keys held since the start (`state::reservations`) that the
 //! flush really removed.
 //!
 //! The server's flush event fires for `FLUSHALL` and `FLUSHDB`, and also for `DEBUG RELOAD`

@@ -1,4 +1,4 @@
-//! Keeps what the module holds per segment key (`segment_keys`) no longer than the key, and
+//! Keeps what the module holds per segment key (`state::reservations`) no longer than the key, and
 //! its reservation no longer than the key's value: when a key is deleted, expires, is
 //! evicted, renamed or moved away, the module forgets it (a key that comes back is fenced
 //! again on its next use, which only skips values; without this, a service with per-day or

@@ -15,7 +15,7 @@
 //!   (seen on Valkey 9.1.2: the bound arrives whole; `tests/tests/cluster.rs`);
 //! - when an export completes, the source drops what it kept for the keys of those slots
 //!   (which keys it has fenced since its start); the values it remembers from before a full
-//!   sync are kept (`segment_marks`): they stay true if a key comes back;
+//!   sync are kept (`state::failback_marks`): they stay true if a key comes back;
 //! - a cancelled or failed migration leaves the source's keys as they were, and the target
 //!   deletes what it imported; the module keeps nothing for imported keys until they are
 //!   used, which they cannot be before the slots are handed over.

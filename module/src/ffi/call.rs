@@ -1,6 +1,6 @@
 //! The running command's call: its arguments, its replies, and what it tells replicas.
 //!
-//! Commands are registered with our own `extern "C"` entry points (see `registry.rs`), so
+//! Commands are registered with our own `extern "C"` entry points (see `ffi/command_table.rs`), so
 //! arguments are read in place from `argv` without copying them into owned strings.
 
 use std::cell::Cell;

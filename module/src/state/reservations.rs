@@ -8,7 +8,7 @@
 //! handed out again. Only a start arms it (the table begins empty at load): loading data
 //! (`DEBUG RELOAD`, replaying an AOF) does not, and neither does a promotion — what a
 //! promoted instance handed out before a full sync erased it is remembered exactly
-//! (`segment_marks`), and a replica that never issued has no tail of its own.
+//! (`state::failback_marks`), and a replica that never issued has no tail of its own.
 //!
 //! A reservation is voided whenever the key may have changed behind it (a restore, a TTL
 //! set, a role change, a flush, `SWAPDB`); a plain write is seen without an event, because
