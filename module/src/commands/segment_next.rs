@@ -40,7 +40,7 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     // FORMAT decimal: the same numbers as strings, which JavaScript clients keep whole.
     let reply = |value: i64| match decimal {
         None => call.reply_integer(value),
-        Some(_) => call.reply_bulk(&value.to_string()),
+        Some(_) => call.reply_bulk(itoa::Buffer::new().format(value)),
     };
     if asked.is_none() {
         reply(range.first);

@@ -15,39 +15,28 @@
 //! the key no longer holds the reservation's top. An entry is removed with its key (delete,
 //! expiry, eviction, rename, move, a slot moved away, a flush that removed it).
 //!
-//! One table per database, keyed by the key's bytes hashed with the standard library's
-//! SipHash-1-3 under a random per-process key, as Redis hashes its own keyspace: key names
-//! come from clients, and a hash they could make collide would let one client slow the
-//! server's main thread. Redis runs all of this on its main thread; the table sits in a
-//! `MainThreadCell`.
-
-use std::hash::{BuildHasher, Hasher, RandomState};
+//! One table per database, keyed by the key's bytes hashed with SipHash-1-3 under a random
+//! key, as Redis hashes its own keyspace: key names come from clients, and a hash they could
+//! make collide would let one client slow the server's main thread (`state::name_hash`).
+//! Redis runs all of this on its main thread; the table sits in a `MainThreadCell`.
 
 use hashbrown::HashTable;
 use idgen_core::{Reservation, SegmentRange};
 
 use crate::ffi::main_thread::MainThreadCell;
 use crate::state::key_slot;
+use crate::state::name_hash::NameHasher;
 
 /// One database's keys: name and reservation.
 #[derive(Default)]
 struct Keys {
     entries: HashTable<(Box<[u8]>, Reservation)>,
-    hasher: RandomState,
-}
-
-/// The hash of a key name: its bytes alone, in one write (a table keys on names only, so
-/// no length prefix is needed to tell fields apart).
-#[inline]
-fn hash_name(hasher: &RandomState, name: &[u8]) -> u64 {
-    let mut state = hasher.build_hasher();
-    state.write(name);
-    state.finish()
+    hasher: NameHasher,
 }
 
 impl Keys {
     fn hash(&self, key: &[u8]) -> u64 {
-        hash_name(&self.hasher, key)
+        self.hasher.hash(key)
     }
 
     fn get(&self, key: &[u8]) -> Option<&Reservation> {
@@ -72,7 +61,7 @@ impl Keys {
         let hasher = &self.hasher;
         self.entries
             .insert_unique(hash, (key.into(), reservation), |(name, _)| {
-                hash_name(hasher, name)
+                hasher.hash(name)
             });
     }
 
@@ -87,7 +76,7 @@ impl Keys {
         if capacity > 64 && len < capacity / 4 {
             let hasher = &self.hasher;
             self.entries
-                .shrink_to(len * 2, |(name, _)| hash_name(hasher, name));
+                .shrink_to(len * 2, |(name, _)| hasher.hash(name));
         }
     }
 
