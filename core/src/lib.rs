@@ -7,6 +7,8 @@
 //!   key's recorded bound ([`KeyRecord`]).
 //! - [`next_range`]: the step-offset range arithmetic behind `SEGMENT.NEXT`.
 //! - [`Layout::decode`]: the parts of an ID, as `SNOWFLAKE.DECODE` shows them.
+//! - [`Announcement`] and [`find_conflicts`]: what nodes tell each other about their
+//!   identity, and the conflicts (a shared offset, another step or layout) among them.
 //! - [`IdFormat`]: IDs as decimal, base32 and base62 strings that sort like the numbers.
 //!
 //! The Redis module and the client crate both build on this crate, so the arithmetic exists
@@ -17,6 +19,7 @@
 mod config;
 mod error;
 mod id_text;
+mod identity_conflict;
 mod integer;
 mod layout;
 mod lease;
@@ -28,6 +31,7 @@ pub mod utc;
 pub use config::{Config, ConfigError, Identity, DEFAULT_SEGMENT_FENCE, MIN_LAYOUT_LIFETIME_MS};
 pub use error::IdError;
 pub use id_text::{IdFormat, IdTextError};
+pub use identity_conflict::{find_conflicts, Announcement, Conflict, Disagreement, KnownNode};
 pub use integer::parse_redis_integer;
 pub use layout::{DecodedId, Layout, DEFAULT_EPOCH_UNIX_MS};
 pub use lease::{KeyIssue, KeyRecord, KeyState};

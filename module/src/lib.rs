@@ -16,7 +16,7 @@ use redis_module::{redis_module, Context, ContextFlags, RedisString, Status};
 
 use datatype::snowflake_key::SNOWFLAKE_TYPE;
 use ffi::guard;
-use state::{clock, instance, replica_role, reservations, settings, version};
+use state::{clock, instance, peer_identities, replica_role, reservations, settings, version};
 
 /// Runs after Redis has applied config-file values: applies the module arguments, checks
 /// the result, then registers the commands.
@@ -39,6 +39,7 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
         .validate(clock::wall_unix_ms())
         .map_err(|e| e.to_string())?;
     instance::install(config, clock::now());
+    peer_identities::set_started(clock::wall_unix_ms());
     replica_role::set_replica(ctx.get_flags().contains(ContextFlags::SLAVE));
     // A start arms the segment fence: every key skips it on its first use as master.
     reservations::arm();
@@ -47,6 +48,7 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
     events::key_events::subscribe(ctx)?;
     events::slot_migration::declare(ctx);
     events::config_warnings::start(ctx);
+    events::identity_exchange::start(ctx);
     ffi::info::register::<commands::info::IdgenSection>(ctx)?;
     ctx.log_notice(&format!(
         "step {} offset {}; snowflake layout {}|{}|{} bits from epoch {} ms in units of {} ms, \
@@ -99,7 +101,9 @@ redis_module! {
         bool: [
             [settings::RESTART_FENCE_NAME, &settings::RESTART_FENCE, true, ConfigurationFlags::IMMUTABLE, None],
         ],
-        enum: [],
+        enum: [
+            [settings::IDENTITY_CONFLICTS_NAME, &settings::IDENTITY_CONFLICTS, settings::IdentityConflicts::refuse, ConfigurationFlags::IMMUTABLE, None],
+        ],
         // Module arguments are applied by `on_load`, which names the setting in every error.
         module_args_as_configuration: false,
     ]

@@ -166,6 +166,13 @@ impl Cluster {
             .expect("pid")
     }
 
+    /// The server log of the node on `port` (every run of it, as the node appends).
+    pub fn log(&self, port: u16) -> String {
+        let index = port - self.base_port;
+        std::fs::read_to_string(self.dir.join(format!("node-{index}/redis.log")))
+            .unwrap_or_default()
+    }
+
     /// Kills the node on `port` with SIGKILL.
     pub fn kill(&self, port: u16) {
         // SAFETY: signalling a process this test started, by its pid.

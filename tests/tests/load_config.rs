@@ -67,6 +67,10 @@ fn each_invalid_configuration_is_refused_with_its_reason() {
         ),
         (vec!["step", "abc"], "step must be an integer, got `abc`"),
         (vec!["stpe", "6"], "unknown module argument `stpe`"),
+        (
+            vec!["identity-conflicts", "ignore"],
+            "identity-conflicts must be refuse or warn, got `ignore`",
+        ),
         (vec!["step"], "name/value pairs"),
         (
             vec!["id-bits", "64"],

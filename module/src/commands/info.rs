@@ -8,8 +8,10 @@ use crate::state::clock;
 use crate::state::failback_marks;
 use crate::state::instance;
 use crate::state::pacing;
+use crate::state::peer_identities;
 use crate::state::reservations;
 use crate::state::server_support;
+use crate::state::settings;
 use crate::state::stats;
 use crate::state::warnings;
 
@@ -80,6 +82,22 @@ fn add_fields(fields: &InfoFields<'_>) {
     );
     number("slot_imports", stats::SLOT_IMPORTS.get());
     number("slot_exports", stats::SLOT_EXPORTS.get());
+    number("peers", peer_identities::peers() as u64);
+    number("conflicts", peer_identities::conflicts() as u64);
+    text("conflict_detail", &peer_identities::detail());
+    text(
+        "identity_policy",
+        if settings::refuses_on_conflict() {
+            "refuse"
+        } else {
+            "warn"
+        },
+    );
+    number(
+        "issuing_refused",
+        u64::from(peer_identities::issuing_refused()),
+    );
+    number("conflict_refusals", stats::CONFLICT_REFUSALS.get());
     number("errors", stats::ERRORS.get());
     text("warnings", &warnings::summary());
 }

@@ -2,7 +2,9 @@
 
 use crate::ffi::call::Call;
 use crate::ffi::refusal::Refusal;
+use crate::state::peer_identities;
 use crate::state::replica_role;
+use crate::state::stats;
 
 /// Refuses to issue on a replica: only masters issue, so that a replica promoted later
 /// continues from its own offset without having handed anything out.
@@ -14,4 +16,24 @@ pub fn refuse_on_replica(call: &Call) -> Result<(), Refusal> {
         ));
     }
     Ok(())
+}
+
+/// Refuses to issue while this node is the later node of an identity conflict (a shared
+/// offset, another step or layout) under the `refuse` policy: one load of a flag.
+#[inline(always)]
+pub fn refuse_on_conflict(call: &Call) -> Result<(), Refusal> {
+    if peer_identities::issuing_refused() {
+        return refuse_for_conflict(call);
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn refuse_for_conflict(call: &Call) -> Result<(), Refusal> {
+    if call.is_replicated_or_loading() {
+        return Ok(());
+    }
+    stats::CONFLICT_REFUSALS.add(1);
+    Err(Refusal::new("CONFLICT", peer_identities::refusal()))
 }

@@ -4,7 +4,7 @@ use idgen_core::{parse_redis_integer, reserve, ReservationPolicy, SegmentRange, 
 use redis_module::raw;
 
 use crate::commands::args::{parse_options, COUNT, DECIMAL_FORMAT};
-use crate::commands::issuing::refuse_on_replica;
+use crate::commands::issuing::{refuse_on_conflict, refuse_on_replica};
 use crate::ffi::call::Call;
 use crate::ffi::keyspace::{Key, Keyspace, Read, Write};
 use crate::ffi::refusal::{wrong_type, Refusal};
@@ -27,6 +27,7 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key_name = call.arg(1);
     let [asked, decimal] = parse_options(call, "SEGMENT.NEXT", 2, [&COUNT, &DECIMAL_FORMAT])?;
     refuse_on_replica(call)?;
+    refuse_on_conflict(call)?;
     let config = instance::config();
     let count = asked.unwrap_or(1);
     let held = counter_value(&keys.open::<Read>(key_name))?;

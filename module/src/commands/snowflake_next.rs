@@ -7,7 +7,7 @@ use idgen_core::{Batch, Clocks, IdError, IdFormat, KeyIssue, KeyRecord, KeyState
 use redis_module::raw;
 
 use crate::commands::args::{id_format, parse_options, COUNT, FORMAT, SHARD};
-use crate::commands::issuing::refuse_on_replica;
+use crate::commands::issuing::{refuse_on_conflict, refuse_on_replica};
 use crate::datatype::snowflake_key::SnowflakeKey;
 use crate::ffi::call::{Arg, Call};
 use crate::ffi::keyspace::{Keyspace, Read, Write};
@@ -22,6 +22,7 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key_name = call.arg(1);
     let options = NextOptions::parse(call)?;
     refuse_on_replica(call)?;
+    refuse_on_conflict(call)?;
     // Opened for reading: most calls issue within the key's bound as its owner and change
     // only the in-memory last ID, which is not data (not saved, replicated or digested), so
     // Redis need not learn of a change. A call that extends the bound reopens it to write.

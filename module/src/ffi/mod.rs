@@ -1,5 +1,6 @@
 pub mod call;
 pub mod clock_source;
+pub mod cluster_bus;
 pub mod command_docs;
 pub mod command_table;
 pub mod connected_clients;

@@ -4,6 +4,7 @@ pub mod instance;
 pub mod key_slot;
 pub mod name_hash;
 pub mod pacing;
+pub mod peer_identities;
 pub mod replica_role;
 pub mod reservations;
 pub mod server_support;

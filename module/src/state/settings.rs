@@ -6,6 +6,7 @@
 //! a running instance.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Mutex;
 
 use idgen_core::{Config, Identity, Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_SEGMENT_FENCE};
 
@@ -62,6 +63,30 @@ pub const RESTART_FENCE_NAME: &str = "snowflake-restart-fence";
 /// `idgen.segment-fence`: values a segment counter skips once after a start; 0 is the dense
 /// mode (safe only with `appendfsync always`).
 pub static SEGMENT_FENCE: Setting = Setting::new("segment-fence", DEFAULT_SEGMENT_FENCE as i64);
+
+redis_module::enum_configuration! {
+    /// What a node does when the cluster bus shows it is the later node of an identity
+    /// conflict (a shared offset, another step or layout): `refuse` to issue (the default)
+    /// or `warn` and issue anyway.
+    #[allow(non_camel_case_types)]
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum IdentityConflicts {
+        /// Refuse SNOWFLAKE.NEXT and SEGMENT.NEXT with a CONFLICT error until it clears.
+        refuse = 0,
+        /// Report it in INFO and the log, and keep issuing.
+        warn = 1,
+    }
+}
+
+/// `idgen.identity-conflicts` (refuse/warn).
+pub static IDENTITY_CONFLICTS: Mutex<IdentityConflicts> = Mutex::new(IdentityConflicts::refuse);
+/// The name of [`IDENTITY_CONFLICTS`] after `idgen.`.
+pub const IDENTITY_CONFLICTS_NAME: &str = "identity-conflicts";
+
+/// Whether a node refuses to issue when it is the later node of a conflict.
+pub fn refuses_on_conflict() -> bool {
+    *IDENTITY_CONFLICTS.lock().unwrap_or_else(|p| p.into_inner()) == IdentityConflicts::refuse
+}
 
 /// `idgen.debug-clock-offset-ms`: added to the wall clock the module reads. For tests that
 /// need a server whose clock is behind or ahead; hidden from `CONFIG GET idgen.*` and, at
@@ -147,6 +172,7 @@ pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
     }
     let mut values = Vec::with_capacity(args.len() / 2);
     let mut restart_fence = None;
+    let mut identity_conflicts = None;
     for pair in args.chunks(2) {
         let name = String::from_utf8_lossy(pair[0]);
         let name = name.strip_prefix("idgen.").unwrap_or(&name);
@@ -163,12 +189,26 @@ pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
             });
             continue;
         }
+        if name == IDENTITY_CONFLICTS_NAME {
+            identity_conflicts = Some(match pair[1] {
+                b"refuse" => IdentityConflicts::refuse,
+                b"warn" => IdentityConflicts::warn,
+                other => {
+                    return Err(format!(
+                        "{name} must be refuse or warn, got `{}`",
+                        String::from_utf8_lossy(other)
+                    ))
+                }
+            });
+            continue;
+        }
         let Some(setting) = ALL.iter().find(|setting| setting.name == name) else {
             let mut known: Vec<&str> = ALL[..ALL.len() - 1]
                 .iter()
                 .map(|setting| setting.name)
                 .collect();
             known.push(RESTART_FENCE_NAME);
+            known.push(IDENTITY_CONFLICTS_NAME);
             return Err(format!(
                 "unknown module argument `{name}`; known settings are: {}",
                 known.join(", ")
@@ -188,6 +228,9 @@ pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
     }
     if let Some(on) = restart_fence {
         RESTART_FENCE.store(on, Ordering::Relaxed);
+    }
+    if let Some(policy) = identity_conflicts {
+        *IDENTITY_CONFLICTS.lock().unwrap_or_else(|p| p.into_inner()) = policy;
     }
     Ok(())
 }

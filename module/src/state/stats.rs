@@ -61,5 +61,8 @@ pub static SLOT_IMPORTS: Counter = Counter::new();
 pub static SLOT_EXPORTS: Counter = Counter::new();
 /// Times this instance was promoted to master.
 pub static PROMOTIONS: Counter = Counter::new();
+/// SNOWFLAKE.NEXT and SEGMENT.NEXT calls refused because this node is the later node of an
+/// identity conflict.
+pub static CONFLICT_REFUSALS: Counter = Counter::new();
 /// Calls answered with any error.
 pub static ERRORS: Counter = Counter::new();

@@ -1,0 +1,243 @@
+//! Nodes compare identities themselves over the cluster bus (docs/identity.md): in a
+//! 3-master/3-replica cluster, a master restarted with another node's offset, another step or
+//! another layout is reported by every node within seconds; the node that joined later refuses
+//! to issue with an error naming the other node and the setting to change, the others keep
+//! issuing; under `identity-conflicts warn` it keeps issuing; once it is restarted with the
+//! right settings the conflict clears everywhere.
+
+use std::time::{Duration, Instant};
+
+use idgen_tests::{Cluster, NodeInfo};
+use redis::cmd;
+
+/// `INFO idgen` of the node on `port`, as field → value (without the `idgen_` prefix).
+fn idgen_info(cluster: &Cluster, port: u16) -> Vec<(String, String)> {
+    let text: String = cmd("INFO")
+        .arg("idgen")
+        .query(&mut cluster.node_conn(port))
+        .unwrap();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("idgen_"))
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.to_string(), value.trim_end().to_string()))
+        .collect()
+}
+
+fn field(info: &[(String, String)], name: &str) -> String {
+    info.iter()
+        .find(|(field, _)| field == name)
+        .unwrap_or_else(|| panic!("no idgen_{name} in {info:?}"))
+        .1
+        .clone()
+}
+
+/// Polls every node (every 100 ms, at most 30 s) until `wanted` holds for each one's INFO.
+fn wait_on_every_node(cluster: &Cluster, what: &str, wanted: impl Fn(&[(String, String)]) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let infos: Vec<_> = cluster
+            .ports()
+            .into_iter()
+            .map(|port| (port, idgen_info(cluster, port)))
+            .collect();
+        if infos.iter().all(|(_, info)| wanted(info)) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every node shows {what} after 30 s: {infos:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A key whose slot the master on `port` serves.
+fn key_on(cluster: &Cluster, node: &NodeInfo) -> String {
+    let mut conn = cluster.node_conn(node.port);
+    (0..)
+        .map(|i| format!("key-{i}"))
+        .find(|key| {
+            let slot: u16 = cmd("CLUSTER")
+                .arg("KEYSLOT")
+                .arg(key)
+                .query(&mut conn)
+                .unwrap();
+            node.slots.iter().any(|range| {
+                let mut bounds = range
+                    .split('-')
+                    .map(|b| b.parse::<u16>().unwrap_or(u16::MAX));
+                let low = bounds.next().unwrap_or(u16::MAX);
+                let high = bounds.next().unwrap_or(low);
+                (low..=high).contains(&slot)
+            })
+        })
+        .unwrap()
+}
+
+fn offset_of(cluster: &Cluster, port: u16) -> String {
+    let reply: Vec<String> = cmd("CONFIG")
+        .arg("GET")
+        .arg("idgen.offset")
+        .query(&mut cluster.node_conn(port))
+        .unwrap();
+    reply[1].clone()
+}
+
+/// The masters now, each with its slots.
+fn masters(cluster: &Cluster) -> Vec<NodeInfo> {
+    cluster
+        .nodes()
+        .into_iter()
+        .filter(|node| node.master)
+        .collect()
+}
+
+/// Restarts the master on `port` with `args` after its own module arguments; if its replica
+/// took over while it was down, makes it master again (`CLUSTER FAILOVER`). Returns it as
+/// the cluster then sees it.
+fn restart_master(cluster: &Cluster, port: u16, args: &[&str]) -> NodeInfo {
+    cluster.restart_node_with(port, &idgen_tests::module_path(), args);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let me = cluster.nodes().into_iter().find(|node| node.port == port);
+        if let Some(me) = me.filter(|me| me.master && !me.slots.is_empty()) {
+            cluster.wait_healthy();
+            return me;
+        }
+        let _: redis::RedisResult<()> = cmd("CLUSTER")
+            .arg("FAILOVER")
+            .query(&mut cluster.node_conn(port));
+        assert!(
+            Instant::now() < deadline,
+            "node {port} did not become master again"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn next_snowflake(cluster: &Cluster, node: &NodeInfo, key: &str) -> redis::RedisResult<i64> {
+    cmd("SNOWFLAKE.NEXT")
+        .arg(key)
+        .query(&mut cluster.node_conn(node.port))
+}
+
+fn next_segment(cluster: &Cluster, node: &NodeInfo, key: &str) -> redis::RedisResult<i64> {
+    cmd("SEGMENT.NEXT")
+        .arg(key)
+        .query(&mut cluster.node_conn(node.port))
+}
+
+/// Every master but `refusing` issues both kinds.
+fn others_issue(cluster: &Cluster, refusing: u16) {
+    for master in masters(cluster).iter().filter(|m| m.port != refusing) {
+        let key = key_on(cluster, master);
+        next_snowflake(cluster, master, &key).expect("a running master keeps issuing");
+        next_segment(cluster, master, &format!("seg-{key}")).ok();
+        assert_eq!(
+            field(&idgen_info(cluster, master.port), "issuing_refused"),
+            "0"
+        );
+    }
+}
+
+fn conflicts(info: &[(String, String)]) -> u64 {
+    field(info, "conflicts").parse().unwrap()
+}
+
+#[test]
+fn a_master_started_with_another_nodes_offset_is_found_and_refused_until_fixed() {
+    let cluster = Cluster::start();
+    wait_on_every_node(&cluster, "5 peers and no conflict", |info| {
+        field(info, "peers") == "5" && conflicts(info) == 0
+    });
+    let all = masters(&cluster);
+    let (first, second) = (&all[0], &all[1]);
+    let taken = offset_of(&cluster, first.port);
+    let own = offset_of(&cluster, second.port);
+
+    let second = restart_master(&cluster, second.port, &["offset", &taken]);
+    wait_on_every_node(&cluster, "the shared offset", |info| {
+        let detail = field(info, "conflict_detail");
+        conflicts(info) == 1
+            && detail.contains(&format!("offset {taken} is used by both"))
+            && detail.contains(&first.id)
+            && detail.contains(&second.id)
+    });
+    let key = key_on(&cluster, &second);
+    for refused in [
+        next_snowflake(&cluster, &second, &key).unwrap_err(),
+        next_segment(&cluster, &second, &key).unwrap_err(),
+    ] {
+        let text = refused.to_string();
+        assert_eq!(refused.code(), Some("CONFLICT"), "{text}");
+        assert!(
+            text.contains(&first.id)
+                && text.contains(&format!("127.0.0.1:{}", first.port))
+                && text.contains("idgen.offset"),
+            "{text}"
+        );
+    }
+    let info = idgen_info(&cluster, second.port);
+    assert_eq!(field(&info, "issuing_refused"), "1");
+    assert_eq!(field(&info, "identity_policy"), "refuse");
+    others_issue(&cluster, second.port);
+    let log = cluster.log(second.port);
+    assert_eq!(
+        log.matches("idgen identity conflict:").count(),
+        1,
+        "logged once, not on every message"
+    );
+
+    // The `warn` policy: the same conflict is reported, and the node issues.
+    let second = restart_master(
+        &cluster,
+        second.port,
+        &["offset", &taken, "identity-conflicts", "warn"],
+    );
+    wait_on_every_node(&cluster, "the shared offset again", |info| {
+        conflicts(info) == 1
+    });
+    let info = idgen_info(&cluster, second.port);
+    assert_eq!(field(&info, "identity_policy"), "warn");
+    assert_eq!(field(&info, "issuing_refused"), "0");
+    next_snowflake(&cluster, &second, &key).expect("warn keeps issuing");
+
+    // Corrected and restarted: the conflict clears on every node.
+    let second = restart_master(&cluster, second.port, &["offset", &own]);
+    wait_on_every_node(&cluster, "no conflict", |info| {
+        conflicts(info) == 0 && field(info, "conflict_detail").is_empty()
+    });
+    next_snowflake(&cluster, &second, &key).expect("issues again once fixed");
+    others_issue(&cluster, 0);
+}
+
+#[test]
+fn a_master_with_another_step_or_layout_is_found_and_refused_until_fixed() {
+    let cluster = Cluster::start();
+    wait_on_every_node(&cluster, "5 peers", |info| field(info, "peers") == "5");
+    let odd = masters(&cluster)[2].clone();
+    let key = key_on(&cluster, &odd);
+
+    for (args, words, setting) in [
+        (&["step", "6"][..], "step 8 on", "idgen.step"),
+        (
+            &["time-unit-ms", "10"][..],
+            "in units of 10 ms on",
+            "time-unit-ms",
+        ),
+    ] {
+        let odd = restart_master(&cluster, odd.port, args);
+        // The odd node disagrees with each of the 5 others.
+        wait_on_every_node(&cluster, words, |info| {
+            conflicts(info) == 5 && field(info, "conflict_detail").contains(words)
+        });
+        let refused = next_snowflake(&cluster, &odd, &key).unwrap_err();
+        assert_eq!(refused.code(), Some("CONFLICT"), "{refused}");
+        assert!(refused.to_string().contains(setting), "{refused}");
+        others_issue(&cluster, odd.port);
+    }
+
+    let odd = restart_master(&cluster, odd.port, &[]);
+    wait_on_every_node(&cluster, "no conflict", |info| conflicts(info) == 0);
+    next_snowflake(&cluster, &odd, &key).expect("issues again once fixed");
+}
