@@ -19,7 +19,11 @@ port=7000
 dir=/tmp/idgen-cluster
 step=8
 password=""
-module="${IDGEN_MODULE:-$PWD/target/release/libidgen.so}"
+# The build cargo makes: under $CARGO_TARGET_DIR when that is set (a relative one is taken
+# from the repository root, as cargo does), else under target/.
+target_dir="${CARGO_TARGET_DIR:-target}"
+case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
+module="${IDGEN_MODULE:-$target_dir/release/libidgen.so}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --port) port="$2"; shift 2 ;;

@@ -6,10 +6,12 @@ use redis::cmd;
 use crate::server::Server;
 
 /// The grants docs/client.md gives an application user of one node: the commands the client
-/// sends, on the keys the tests' application uses (`orders:*`, `invoice`).
-pub const DOCUMENTED_ONE_NODE_GRANTS: [&str; 6] = [
+/// sends, on the keys the docs' examples use (`orders`, `orders:*`, `invoice`, `events`).
+pub const DOCUMENTED_ONE_NODE_GRANTS: [&str; 8] = [
+    "~orders",
     "~orders:*",
     "~invoice",
+    "~events",
     "+idgen.identity",
     "+snowflake.next",
     "+segment.next",

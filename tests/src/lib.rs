@@ -14,6 +14,7 @@ mod sentinel;
 mod server;
 mod tls;
 mod traffic;
+pub mod transcripts;
 mod values;
 
 pub use acl::{acl_log, create_acl_user, DOCUMENTED_ONE_NODE_GRANTS};
