@@ -17,6 +17,8 @@
 
 use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering};
 
+use crate::cooperate::VALUES_PER_UNIT;
+
 /// Bits of the cursor that count values within a range; the epoch is above them. 2^40 is
 /// far beyond any range (a segment call returns at most 10^9 values) plus the failed takes
 /// of callers waiting for the next range.
@@ -54,8 +56,14 @@ pub(crate) type Epoch = u64;
 /// What [`RangeSlots::take`] got.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Taken {
-    /// A value no other caller gets; `prefetch_due` is true for exactly one caller per range.
-    Value { value: i64, prefetch_due: bool },
+    /// A value no other caller gets; `prefetch_due` is true for exactly one caller per range;
+    /// `checkpoint` for one index in [`VALUES_PER_UNIT`], where the caller takes a unit of
+    /// the runtime's cooperative budget.
+    Value {
+        value: i64,
+        prefetch_due: bool,
+        checkpoint: bool,
+    },
     /// The range of this epoch is used up.
     Exhausted(Epoch),
 }
@@ -123,6 +131,7 @@ impl RangeSlots {
             return Taken::Value {
                 value: range.first + index as i64 * range.step,
                 prefetch_due: index == range.prefetch_at,
+                checkpoint: index & (VALUES_PER_UNIT - 1) == 0,
             };
         }
     }
@@ -201,37 +210,41 @@ mod tests {
         let slots = RangeSlots::new();
         slots.install(range(10, 3, 4));
         let taken: Vec<Taken> = (0..5).map(|_| slots.take()).collect();
+        let value = |value, prefetch_due, checkpoint| Taken::Value {
+            value,
+            prefetch_due,
+            checkpoint,
+        };
         assert_eq!(
             taken,
             vec![
-                Taken::Value {
-                    value: 10,
-                    prefetch_due: false
-                },
-                Taken::Value {
-                    value: 13,
-                    prefetch_due: false
-                },
-                Taken::Value {
-                    value: 16,
-                    prefetch_due: true
-                },
-                Taken::Value {
-                    value: 19,
-                    prefetch_due: false
-                },
+                value(10, false, true),
+                value(13, false, false),
+                value(16, true, false),
+                value(19, false, false),
                 Taken::Exhausted(1),
             ]
         );
         assert_eq!(slots.install(range(100, 1, 1)), range(10, 3, 4));
         // A one-value range: its only taker is the one told to prefetch.
-        assert_eq!(
-            slots.take(),
-            Taken::Value {
-                value: 100,
-                prefetch_due: true
-            }
-        );
+        assert_eq!(slots.take(), value(100, true, true));
+    }
+
+    #[test]
+    fn one_value_in_sixteen_is_a_checkpoint() {
+        let slots = RangeSlots::new();
+        slots.install(range(0, 1, 40));
+        let checkpoints: Vec<i64> = (0..40)
+            .filter_map(|_| match slots.take() {
+                Taken::Value {
+                    value,
+                    checkpoint: true,
+                    ..
+                } => Some(value),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(checkpoints, [0, 16, 32]);
     }
 
     #[test]

@@ -4,44 +4,53 @@
 //! - Fast path, lock-free: taking a value is one atomic `fetch_add` on a cursor plus a few
 //!   plain loads (see `range_slots.rs`); no value goes to two callers (a caller that loses
 //!   a race with a range switch skips a value rather than share one).
-//! - Double buffer: when a set fraction of the current range is used (10% by default, as in
-//!   Leaf), the next range is fetched in the background, so callers do not wait at the
-//!   switch unless both ranges run out.
-//! - Demand-driven size: the next range is twice as large when the current one is being
-//!   used faster than the target duration, and half as large when it would last more than
-//!   twice that, within the configured bounds.
+//! - Cooperative: one value in 16 takes a unit of tokio's task budget, so a caller that
+//!   never yields still lets the runtime run the background fetch (`cooperate.rs`).
+//! - Double buffer, timed and sized from measurements (`fetch_plan.rs`): the next range is
+//!   fetched in the background once the values left would last less than four round trips
+//!   (and at the latest at `prefetch_after`), and is sized to last `target_duration` at the
+//!   measured rate — at least two such leads — within `min_size..=max_size`.
+//! - One fetch in flight (`fetch_flight.rs`), run as its own task; callers that find both
+//!   ranges used up wait for it, and get its error if it fails.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::cooperate::poll_budget;
 use crate::error::Result;
+use crate::fetch_flight::{FetchFlight, LandOnDrop};
+use crate::fetch_plan::{self, Pace, RangeBounds, MIN_RATE_SAMPLE};
 use crate::metrics::Metrics;
 use crate::range_slots::{Epoch, RangeSlots, RangeSpec, Taken};
 use crate::settings::SegmentOptions;
 use crate::source::IdSource;
 
+/// What the slow path knows: the prefetched range and the measurements that size the next.
+struct Reserve {
+    /// The prefetched range, waiting for the current one to run out.
+    spare: Option<RangeSpec>,
+    pace: Pace,
+    /// When the current range was installed.
+    installed_at: Instant,
+    /// When a caller first found the current range used up.
+    exhausted_at: Option<Instant>,
+    /// Size of the next range to fetch.
+    size: u64,
+}
+
 struct Shared {
     source: Arc<dyn IdSource>,
     key: String,
-    options: SegmentOptions,
+    bounds: RangeBounds,
     /// The range being handed out.
     current: RangeSlots,
-    /// When the current range was installed, to size the next one.
-    installed_at: Mutex<Instant>,
-    /// The prefetched range, waiting for the current one to run out.
-    next: Mutex<Option<RangeSpec>>,
-    fetching: AtomicBool,
-    fetched: Notify,
-    /// Serializes switching ranges (the slow path only).
-    switching: tokio::sync::Mutex<()>,
-    /// Size of the next range to fetch.
-    size: AtomicU64,
+    /// Everything else, behind a lock the fast path never takes. Installs happen under it.
+    reserve: Mutex<Reserve>,
+    flight: FetchFlight,
 }
 
 /// The future of [`SegmentBuffer::next`].
@@ -52,8 +61,10 @@ pub struct NextValue<'a> {
 }
 
 enum NextState<'a> {
-    /// What the fast path got when `next` was called.
-    Taken(std::result::Result<i64, Epoch>),
+    /// The value taken when `next` was called, and whether to take a unit of the budget.
+    Taken(i64, bool),
+    /// The range was used up: the slow path starts at the first poll.
+    Exhausted(Epoch),
     /// Waiting for the next range.
     Waiting(Pin<Box<dyn Future<Output = Result<i64>> + Send + 'a>>),
     Finished,
@@ -62,8 +73,8 @@ enum NextState<'a> {
 impl std::fmt::Debug for NextValue<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
-            NextState::Taken(Ok(_)) => "ready",
-            NextState::Taken(Err(_)) => "range used up",
+            NextState::Taken(..) => "ready",
+            NextState::Exhausted(_) => "range used up",
             NextState::Waiting(_) => "waiting for the next range",
             NextState::Finished => "finished",
         };
@@ -80,21 +91,35 @@ impl Future for NextValue<'_> {
     #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<i64>> {
         let this = &mut *self;
-        loop {
-            match std::mem::replace(&mut this.state, NextState::Finished) {
-                NextState::Taken(Ok(value)) => return Poll::Ready(Ok(value)),
-                NextState::Taken(Err(exhausted)) => {
-                    this.state = NextState::Waiting(Box::pin(this.buffer.next_after(exhausted)));
-                }
-                NextState::Waiting(mut waiting) => {
-                    let poll = waiting.as_mut().poll(cx);
-                    if poll.is_pending() {
-                        this.state = NextState::Waiting(waiting);
-                    }
-                    return poll;
-                }
-                NextState::Finished => panic!("SegmentBuffer::next polled after it completed"),
+        if let NextState::Taken(value, checkpoint) = this.state {
+            if checkpoint && poll_budget(cx).is_pending() {
+                // The task used up its budget: give the worker back; the value stays ours.
+                this.state = NextState::Taken(value, false);
+                return Poll::Pending;
             }
+            this.state = NextState::Finished;
+            return Poll::Ready(Ok(value));
+        }
+        this.poll_slow(cx)
+    }
+}
+
+impl<'a> NextValue<'a> {
+    #[cold]
+    #[inline(never)]
+    fn poll_slow(&mut self, cx: &mut Context<'_>) -> Poll<Result<i64>> {
+        if let NextState::Exhausted(epoch) = self.state {
+            self.state = NextState::Waiting(Box::pin(self.buffer.next_after(epoch)));
+        }
+        match &mut self.state {
+            NextState::Waiting(waiting) => {
+                let poll = waiting.as_mut().poll(cx);
+                if poll.is_ready() {
+                    self.state = NextState::Finished;
+                }
+                poll
+            }
+            _ => panic!("SegmentBuffer::next polled after it completed"),
         }
     }
 }
@@ -104,6 +129,11 @@ impl Future for NextValue<'_> {
 /// Values are unique across every buffer and client of a deployment (they come from ranges
 /// the servers hand out once) and increase within a range; across ranges from different
 /// nodes (after a failover) they are unique but not ordered.
+///
+/// Callers wait on the server only when both the current and the prefetched range are used
+/// up (at first use, or when demand outruns what the measurements predicted); such a wait
+/// lasts at most one fetch — bounded by the client's `response_timeout` — and ends with that
+/// fetch's error if it fails ([`crate::Error::is_retryable`] tells whether to try again).
 #[derive(Clone)]
 pub struct SegmentBuffer {
     shared: Arc<Shared>,
@@ -120,21 +150,27 @@ impl std::fmt::Debug for SegmentBuffer {
 
 impl SegmentBuffer {
     pub(crate) fn new(source: Arc<dyn IdSource>, key: &str, options: SegmentOptions) -> Self {
-        let size = options
-            .initial_size
-            .clamp(options.min_size.max(1), options.max_size.max(1));
+        let bounds = RangeBounds {
+            min_size: options.min_size.max(1),
+            max_size: options.max_size.max(options.min_size.max(1)),
+            target_duration: options.target_duration,
+            prefetch_after: options.prefetch_after,
+        };
+        let size = options.initial_size.clamp(bounds.min_size, bounds.max_size);
         SegmentBuffer {
             shared: Arc::new(Shared {
                 source,
                 key: key.to_string(),
+                bounds,
                 current: RangeSlots::new(),
-                installed_at: Mutex::new(Instant::now()),
-                next: Mutex::new(None),
-                fetching: AtomicBool::new(false),
-                fetched: Notify::new(),
-                switching: tokio::sync::Mutex::new(()),
-                size: AtomicU64::new(size),
-                options,
+                reserve: Mutex::new(Reserve {
+                    spare: None,
+                    pace: Pace::default(),
+                    installed_at: Instant::now(),
+                    exhausted_at: None,
+                    size,
+                }),
+                flight: FetchFlight::default(),
             }),
         }
     }
@@ -142,15 +178,17 @@ impl SegmentBuffer {
     /// The next value. Waits for the server only when no range is at hand.
     ///
     /// The value is taken when `next` is called; the returned future is ready at once unless
-    /// the range was used up. A future dropped without being awaited skips its value (no
-    /// other caller gets it). (A plain `async fn` would carry the slow path's state in every
-    /// call's future, and the fast path would pay for it whenever the compiler does not
-    /// inline it.)
+    /// the range was used up, or the task has used up its cooperative budget (then it yields
+    /// once, keeping its value, so that the runtime can run the background fetch). A future
+    /// dropped without being awaited skips its value (no other caller gets it).
     #[inline]
     pub fn next(&self) -> NextValue<'_> {
         NextValue {
             buffer: self,
-            state: NextState::Taken(self.take()),
+            state: match self.take() {
+                Ok((value, checkpoint)) => NextState::Taken(value, checkpoint),
+                Err(epoch) => NextState::Exhausted(epoch),
+            },
         }
     }
 
@@ -159,7 +197,7 @@ impl SegmentBuffer {
         loop {
             self.switch_from(exhausted).await?;
             match self.take() {
-                Ok(value) => return Ok(value),
+                Ok((value, _)) => return Ok(value),
                 Err(epoch) => exhausted = epoch,
             }
         }
@@ -169,21 +207,23 @@ impl SegmentBuffer {
     /// the range's cursor (and, once per range, starting the prefetch).
     #[inline]
     pub fn try_next(&self) -> Option<i64> {
-        self.take().ok()
+        self.take().ok().map(|(value, _)| value)
     }
 
-    /// A value of the current range, or the epoch of the used-up range.
+    /// A value of the current range and whether it is a budget checkpoint, or the epoch of
+    /// the used-up range.
     #[inline]
-    fn take(&self) -> std::result::Result<i64, Epoch> {
+    fn take(&self) -> std::result::Result<(i64, bool), Epoch> {
         match self.shared.current.take() {
             Taken::Value {
                 value,
                 prefetch_due,
+                checkpoint,
             } => {
                 if prefetch_due {
-                    self.start_prefetch();
+                    self.prefetch();
                 }
-                Ok(value)
+                Ok((value, checkpoint))
             }
             Taken::Exhausted(epoch) => Err(epoch),
         }
@@ -192,199 +232,125 @@ impl SegmentBuffer {
     /// Kept out of line so that the fast path stays small.
     #[cold]
     #[inline(never)]
-    fn start_prefetch(&self) {
-        Arc::clone(&self.shared).start_prefetch();
+    fn prefetch(&self) {
+        let shared = &self.shared;
+        let mut reserve = shared.lock();
+        let current = shared.current.current();
+        if current.prefetch_at >= MIN_RATE_SAMPLE {
+            // The part used so far says how fast values go now.
+            let elapsed = reserve.installed_at.elapsed();
+            reserve.pace.observe_use(current.prefetch_at + 1, elapsed);
+        }
+        if reserve.spare.is_none() {
+            drop(reserve);
+            Shared::launch(shared);
+        }
     }
 
     /// The size the next range will have.
     pub fn next_range_size(&self) -> u64 {
-        self.shared.size.load(Ordering::Relaxed)
+        self.shared.lock().size
     }
 
     /// Replaces the used-up range of epoch `exhausted`: with the prefetched one if it is
-    /// there, else after waiting for the fetch under way, else by fetching now.
+    /// there, else after the fetch under way (or one started now) lands. Returns that
+    /// fetch's error if it failed.
     async fn switch_from(&self, exhausted: Epoch) -> Result<()> {
         let shared = &self.shared;
-        let _switching = shared.switching.lock().await;
+        let mut waited_for = None;
         loop {
-            if shared.current.epoch() != exhausted {
-                return Ok(()); // another caller switched while this one waited
+            let landed = shared.flight.landed();
+            tokio::pin!(landed);
+            landed.as_mut().enable();
+            {
+                let mut reserve = shared.lock();
+                if shared.current.epoch() != exhausted {
+                    return Ok(()); // another caller switched
+                }
+                let now = Instant::now();
+                reserve.exhausted_at.get_or_insert(now);
+                if let Some(range) = reserve.spare.take() {
+                    shared.install(&mut reserve, range, now);
+                    return Ok(());
+                }
             }
-            let fetched = shared.fetched.notified();
-            tokio::pin!(fetched);
-            fetched.as_mut().enable();
-            if let Some(next) = shared.next.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                shared.install(next);
-                return Ok(());
+            if let Some(error) = waited_for.and_then(|flight| shared.flight.failure_since(flight)) {
+                return Err(error);
             }
-            if shared.fetching.load(Ordering::Acquire) {
-                fetched.await;
-                continue;
-            }
-            // Nothing prefetched and nothing under way (first use, or a prefetch failed).
-            let range = shared.fetch().await?;
-            shared.install(range);
-            return Ok(());
+            waited_for = Some(Shared::launch(shared));
+            landed.await;
         }
     }
 }
 
 impl Shared {
-    /// Makes `range` current. The values of the range it replaces are counted as served
-    /// now, in one add, rather than one shared atomic add per value on the fast path.
-    /// Only one caller installs at a time: it holds `switching`.
-    fn install(&self, range: RangeSpec) {
-        *self.installed_at.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    fn lock(&self) -> MutexGuard<'_, Reserve> {
+        self.reserve.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes `range` current, with its prefetch point placed from the measurements. The
+    /// values of the range it replaces are counted as served now, in one add, rather than
+    /// one shared atomic add per value on the fast path.
+    fn install(&self, reserve: &mut Reserve, mut range: RangeSpec, now: Instant) {
+        let replaced = self.current.current();
+        if let Some(exhausted_at) = reserve.exhausted_at.take() {
+            if replaced.count >= MIN_RATE_SAMPLE {
+                let lasted = exhausted_at.saturating_duration_since(reserve.installed_at);
+                reserve.pace.observe_use(replaced.count, lasted);
+            }
+        }
+        range.prefetch_at = fetch_plan::prefetch_index(range.count, &reserve.pace, &self.bounds);
+        reserve.installed_at = now;
+        if reserve.pace.rate > 0.0 {
+            reserve.size = fetch_plan::range_size(&reserve.pace, &self.bounds);
+        }
         let replaced = self.current.install(range);
         Metrics::add(&self.source.metrics().ids_served, replaced.count);
     }
 
-    /// Starts fetching the next range in the background, unless one is already coming.
-    fn start_prefetch(self: Arc<Self>) {
-        if self.fetching.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        self.resize();
+    /// Starts fetching the next range in its own task unless a fetch is under way; returns
+    /// the flight to wait for.
+    fn launch(self: &Arc<Self>) -> crate::fetch_flight::Flight {
+        let flight = match self.flight.start() {
+            Ok(flight) => flight,
+            Err(running) => return running,
+        };
+        let shared = Arc::clone(self);
         tokio::spawn(async move {
-            match self.fetch().await {
-                Ok(range) => *self.next.lock().unwrap_or_else(|p| p.into_inner()) = Some(range),
+            let landing = LandOnDrop::new(&shared.flight, flight);
+            let size = {
+                let mut reserve = shared.lock();
+                // Before a rate is measured, the configured first size.
+                if reserve.pace.rate > 0.0 {
+                    reserve.size = fetch_plan::range_size(&reserve.pace, &shared.bounds);
+                }
+                reserve.size
+            };
+            let started = Instant::now();
+            let outcome = shared.source.segment_range(&shared.key, size).await;
+            let mut reserve = shared.lock();
+            reserve.pace.observe_round_trip(started.elapsed());
+            match outcome {
+                Ok(range) => {
+                    reserve.spare = Some(RangeSpec {
+                        first: range.first,
+                        step: range.step as i64,
+                        count: range.count,
+                        prefetch_at: u64::MAX, // placed at install
+                    });
+                    drop(reserve);
+                    landing.land(None);
+                }
                 Err(error) => {
-                    tracing::warn!(key = %self.key, %error, "prefetching a segment range failed")
+                    drop(reserve);
+                    tracing::warn!(key = %shared.key, %error, "fetching a segment range failed");
+                    landing.land(Some(error));
                 }
             }
-            self.fetching.store(false, Ordering::Release);
-            self.fetched.notify_waiters();
         });
-    }
-
-    /// Sizes the next range from how fast the current one is being used: its prefetch
-    /// point has just been reached.
-    fn resize(&self) {
-        let current = self.current.current();
-        let used = current.prefetch_at.max(1);
-        let elapsed = self
-            .installed_at
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .elapsed();
-        let projected = elapsed.mul_f64(current.count as f64 / used as f64);
-        let target = self.options.target_duration;
-        let size = self.size.load(Ordering::Relaxed);
-        let resized = if projected < target {
-            size.saturating_mul(2)
-        } else if projected > target * 2 {
-            size / 2
-        } else {
-            size
-        };
-        let bounded = resized.clamp(self.options.min_size.max(1), self.options.max_size.max(1));
-        self.size.store(bounded, Ordering::Relaxed);
-    }
-
-    #[tracing::instrument(level = "debug", skip(self), fields(key = %self.key))]
-    async fn fetch(&self) -> Result<RangeSpec> {
-        let size = self.size.load(Ordering::Relaxed);
-        let range = self.source.segment_range(&self.key, size).await?;
-        let prefetch_at =
-            ((range.count as f64) * self.options.prefetch_after.clamp(0.0, 1.0)) as u64;
-        Ok(RangeSpec {
-            first: range.first,
-            step: range.step as i64,
-            count: range.count,
-            prefetch_at: prefetch_at.min(range.count.saturating_sub(1)),
-        })
+        flight
     }
 }
 
 #[cfg(test)]
-mod tests {
-    //! Range sizing and prefetch, on tokio's paused clock: time moves only when a test
-    //! advances it.
-    use std::time::Duration;
-
-    use super::*;
-    use crate::source::counting::CountingSource;
-
-    fn new_buffer(initial: u64) -> (Arc<CountingSource>, SegmentBuffer) {
-        let source = Arc::new(CountingSource::default());
-        let options = SegmentOptions::default()
-            .initial_size(initial)
-            .min_size(10)
-            .max_size(1000)
-            .prefetch_after(0.1)
-            .target_duration(Duration::from_secs(10));
-        (source.clone(), SegmentBuffer::new(source, "k", options))
-    }
-
-    /// Takes `n` values, then lets the background prefetch run.
-    async fn take(buffer: &SegmentBuffer, n: usize) -> Vec<i64> {
-        let mut values = Vec::new();
-        for _ in 0..n {
-            values.push(buffer.next().await.unwrap());
-        }
-        for _ in 0..10 {
-            tokio::task::yield_now().await;
-        }
-        values
-    }
-
-    fn sizes(source: &CountingSource) -> Vec<u64> {
-        source.range_sizes.lock().unwrap().clone()
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_range_used_faster_than_the_target_doubles_the_next_up_to_the_maximum() {
-        let (source, buffer) = new_buffer(100);
-        assert_eq!(take(&buffer, 11).await, (1..=11).collect::<Vec<_>>());
-        assert_eq!(sizes(&source), [100, 200], "prefetched at 10% use, doubled");
-        take(&buffer, 89 + 21).await; // the rest of the first range, 10% of the second
-        assert_eq!(sizes(&source), [100, 200, 400]);
-
-        let (source, buffer) = new_buffer(600);
-        take(&buffer, 61).await;
-        assert_eq!(sizes(&source), [600, 1000], "bounded by max_size");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_range_lasting_over_twice_the_target_halves_the_next_down_to_the_minimum() {
-        let (source, buffer) = new_buffer(100);
-        take(&buffer, 1).await;
-        // 10 values in 5 s: the range of 100 would last 50 s, over twice the 10 s target.
-        tokio::time::advance(Duration::from_secs(5)).await;
-        take(&buffer, 10).await;
-        assert_eq!(sizes(&source), [100, 50]);
-
-        let (source, buffer) = new_buffer(15);
-        take(&buffer, 1).await;
-        tokio::time::advance(Duration::from_secs(60)).await;
-        take(&buffer, 1).await;
-        assert_eq!(sizes(&source), [15, 10], "bounded by min_size");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_range_lasting_about_the_target_keeps_its_size() {
-        let (source, buffer) = new_buffer(100);
-        take(&buffer, 1).await;
-        // 10 values in 1.5 s: 15 s for the range, within 1 to 2 times the target.
-        tokio::time::advance(Duration::from_millis(1500)).await;
-        take(&buffer, 10).await;
-        assert_eq!(sizes(&source), [100, 100]);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn the_next_range_is_at_hand_before_the_current_one_runs_out() {
-        let (source, buffer) = new_buffer(100);
-        let first = take(&buffer, 100).await;
-        assert_eq!(
-            sizes(&source).len(),
-            2,
-            "fetched in the background at 10% use"
-        );
-        // The 101st value comes from the prefetched range: no fetch at the switch.
-        assert_eq!(buffer.try_next(), None, "the current range is used up");
-        let next = buffer.next().await.unwrap();
-        assert_eq!((first[99], next), (100, 101));
-        assert_eq!(sizes(&source).len(), 2);
-        assert_eq!(source.metrics().ids_served.load(Ordering::Relaxed), 100);
-    }
-}
+mod tests;

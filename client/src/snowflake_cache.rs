@@ -1,19 +1,34 @@
 //! A prefetching snowflake cache (the idea of Baidu UidGenerator's ring buffer): IDs are
-//! fetched in batches, one round trip each, and handed out locally; a refill starts in the
-//! background when the cache runs low. IDs older than `max_age` are thrown away, never
-//! handed out, so an ID's time stays within `max_age` of when it is used.
+//! fetched in batches, one round trip each, and handed out locally.
+//!
+//! - One fetch in flight (`fetch_flight.rs`), run as its own task; callers that find the
+//!   cache empty wait for it.
+//! - Timed and sized from measurements (`fetch_plan.rs`): a refill starts once the cached IDs
+//!   would last less than one and a half round trips (plus 3 ms) at the measured rate, and
+//!   a batch holds one round trip plus 2 ms of use (doubling while callers wait), at most
+//!   `batch` IDs. A batch that lasts about one round trip keeps IDs young: at steady rates
+//!   an ID is handed out about two round trips plus 5 ms after the server issued it.
+//! - Ordered: IDs are handed out under one lock, in the order they were issued; an ID not
+//!   above the last one handed out (a batch from another node after a failover) is thrown
+//!   away, so IDs from one cache strictly increase.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::error::Result;
+use crate::fetch_flight::{FetchFlight, Flight, LandOnDrop};
+use crate::fetch_plan::{self, Pace};
 use crate::id::Id;
 use crate::metrics::Metrics;
 use crate::settings::SnowflakeCacheOptions;
 use crate::source::IdSource;
+
+/// The first batch, before a rate is measured.
+const FIRST_BATCH: u32 = 16;
 
 /// One fetched batch: its IDs (increasing) and when it arrived.
 struct Batch {
@@ -21,15 +36,54 @@ struct Batch {
     fetched: Instant,
 }
 
+/// The cache's IDs and the measurements that time and size its refills.
+struct Store {
+    batches: VecDeque<Batch>,
+    /// IDs cached in all batches.
+    cached: usize,
+    /// The last ID handed out (or thrown away for order): every later ID is above it.
+    last: Option<i64>,
+    pace: Pace,
+    /// IDs handed out since `sampled_at`, for the next rate sample.
+    handed: u64,
+    sampled_at: Instant,
+    /// Since when callers find the cache empty, and for how long it was empty since
+    /// `sampled_at`: the rate is measured over the time IDs were at hand, since callers
+    /// that wait take none.
+    dry_since: Option<Instant>,
+    dry: Duration,
+    /// The size of the last batch asked for.
+    last_batch: u32,
+    /// Whether a caller found the cache empty since the last batch was asked for.
+    callers_waited: bool,
+}
+
 struct Shared {
     source: Arc<dyn IdSource>,
     key: String,
     options: SnowflakeCacheOptions,
-    batches: Mutex<VecDeque<Batch>>,
-    refilling: AtomicBool,
+    store: Mutex<Store>,
+    flight: FetchFlight,
+    /// IDs thrown away: older than `max_age`, or out of order.
+    discarded: AtomicU64,
 }
 
 /// Prefetched snowflake IDs for one key. Cheap to clone; clones share the cache.
+///
+/// What a caller can rely on:
+/// - **Order**: the IDs one cache hands out strictly increase in the order the calls take
+///   them, across all tasks and clones: if one `next` returns before another starts, the
+///   second returns a larger ID. (Different caches, even for the same key, are ordered only
+///   as the servers' IDs are: by time, k-sorted.)
+/// - **Staleness**: an ID is never handed out more than `max_age` after its batch arrived
+///   (older ones are thrown away). At steady rates batches are sized to last about one round
+///   trip and refills timed to land just before the cache runs dry, so an ID's time is
+///   usually within about two round trips plus 5 ms of when it is handed out. At rates so
+///   low that one ID lasts longer than that, an ID waits in the cache for the next caller,
+///   up to `max_age`.
+/// - **Waiting**: a caller waits on the server only when the cache is empty (at first use,
+///   or when demand jumps); the wait lasts at most one fetch — bounded by the client's
+///   `response_timeout` — and ends with that fetch's error if it fails.
 #[derive(Clone)]
 pub struct SnowflakeCache {
     shared: Arc<Shared>,
@@ -55,20 +109,48 @@ impl SnowflakeCache {
                 source,
                 key: key.to_string(),
                 options,
-                batches: Mutex::new(VecDeque::new()),
-                refilling: AtomicBool::new(false),
+                store: Mutex::new(Store {
+                    batches: VecDeque::new(),
+                    cached: 0,
+                    last: None,
+                    pace: Pace::default(),
+                    handed: 0,
+                    sampled_at: Instant::now(),
+                    dry_since: None,
+                    dry: Duration::ZERO,
+                    last_batch: FIRST_BATCH / 2,
+                    callers_waited: true,
+                }),
+                flight: FetchFlight::default(),
+                discarded: AtomicU64::new(0),
             }),
         }
     }
 
-    /// The next ID: from the cache when it has a fresh one, else from a batch fetched now.
+    /// The next ID: from the cache when it has a fresh one, else after the fetch under way
+    /// (or one started now) lands. Takes a unit of the task's cooperative budget, so that a
+    /// loop over a full cache still lets the runtime run the refill.
     pub async fn next(&self) -> Result<i64> {
+        tokio::task::consume_budget().await;
+        let shared = &self.shared;
+        let mut waited_for: Option<Flight> = None;
         loop {
-            if let Some(id) = self.shared.take() {
-                Metrics::add(&self.shared.source.metrics().ids_served, 1);
+            let landed = shared.flight.landed();
+            tokio::pin!(landed);
+            landed.as_mut().enable();
+            let (id, refill) = shared.take();
+            if refill {
+                Shared::launch(shared);
+            }
+            if let Some(id) = id {
+                Metrics::add(&shared.source.metrics().ids_served, 1);
                 return Ok(id);
             }
-            self.shared.fetch().await?;
+            if let Some(error) = waited_for.and_then(|flight| shared.flight.failure_since(flight)) {
+                return Err(error);
+            }
+            waited_for = Some(Shared::launch(shared));
+            landed.await;
         }
     }
 
@@ -80,130 +162,150 @@ impl SnowflakeCache {
 
     /// How many fresh IDs the cache holds now.
     pub fn cached(&self) -> usize {
-        let mut batches = self.shared.lock();
-        self.shared.drop_stale(&mut batches);
-        batches.iter().map(|batch| batch.ids.len()).sum()
+        let mut store = self.shared.lock();
+        self.shared.drop_stale(&mut store);
+        store.cached
+    }
+
+    /// How many fetched IDs were thrown away rather than handed out: older than `max_age`,
+    /// or not above an ID already handed out (a batch from another node after a failover).
+    pub fn discarded(&self) -> u64 {
+        self.shared.discarded.load(Ordering::Relaxed)
     }
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, VecDeque<Batch>> {
-        self.batches.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn drop_stale(&self, batches: &mut VecDeque<Batch>) {
-        while batches.front().is_some_and(|batch| {
-            batch.ids.is_empty() || batch.fetched.elapsed() > self.options.max_age
-        }) {
-            batches.pop_front();
+    /// Throws away used-up batches and those older than `max_age`; returns how many IDs.
+    fn drop_stale(&self, store: &mut Store) -> usize {
+        let mut thrown = 0;
+        while let Some(batch) = store.batches.front() {
+            let stale = batch.fetched.elapsed() > self.options.max_age;
+            if !batch.ids.is_empty() && !stale {
+                break;
+            }
+            thrown += batch.ids.len();
+            store.cached -= batch.ids.len();
+            store.batches.pop_front();
         }
+        self.discarded.fetch_add(thrown as u64, Ordering::Relaxed);
+        thrown
     }
 
-    /// Takes a fresh ID, starting a background refill when the cache runs low.
-    fn take(self: &Arc<Self>) -> Option<i64> {
-        let (id, left) = {
-            let mut batches = self.lock();
-            self.drop_stale(&mut batches);
-            let id = batches.front_mut()?.ids.pop_front()?;
-            (
-                id,
-                batches.iter().map(|batch| batch.ids.len()).sum::<usize>(),
-            )
+    /// Takes a fresh ID if there is one, and says whether a refill is due.
+    fn take(&self) -> (Option<i64>, bool) {
+        let mut store = self.lock();
+        let thrown = self.drop_stale(&mut store);
+        let id = store
+            .batches
+            .front_mut()
+            .and_then(|batch| batch.ids.pop_front());
+        match id {
+            Some(id) => {
+                store.cached -= 1;
+                store.handed += 1;
+                store.last = Some(id);
+            }
+            None => {
+                store.dry_since.get_or_insert_with(Instant::now);
+                // Demand outran the batches, unless they only grew too old (a low rate).
+                store.callers_waited |= thrown == 0;
+            }
+        }
+        let due = fetch_plan::snowflake_refill_due(store.cached, &store.pace);
+        (id, due && !self.flight.is_running())
+    }
+
+    /// Starts a refill in its own task unless one is under way; returns the flight to wait
+    /// for.
+    fn launch(self: &Arc<Self>) -> Flight {
+        let flight = match self.flight.start() {
+            Ok(flight) => flight,
+            Err(running) => return running,
         };
-        let low = (f64::from(self.options.batch) * self.options.refill_below) as usize;
-        if left < low && !self.refilling.swap(true, Ordering::AcqRel) {
-            let shared = Arc::clone(self);
-            tokio::spawn(async move {
-                if let Err(error) = shared.fetch().await {
-                    tracing::warn!(key = %shared.key, %error, "prefetching snowflake IDs failed");
+        let shared = Arc::clone(self);
+        tokio::spawn(async move {
+            let landing = LandOnDrop::new(&shared.flight, flight);
+            let count = shared.plan_batch();
+            let started = Instant::now();
+            let outcome = shared.source.snowflakes(&shared.key, count).await;
+            let error = match outcome {
+                Ok(ids) => {
+                    Metrics::add(&shared.source.metrics().snowflake_batches_fetched, 1);
+                    shared.store_batch(ids, started);
+                    None
                 }
-                shared.refilling.store(false, Ordering::Release);
-            });
-        }
-        Some(id)
+                Err(error) => {
+                    shared.lock().pace.observe_round_trip(started.elapsed());
+                    tracing::warn!(key = %shared.key, %error, "fetching snowflake IDs failed");
+                    Some(error)
+                }
+            };
+            landing.land(error);
+        });
+        flight
     }
 
-    #[tracing::instrument(level = "debug", skip(self), fields(key = %self.key))]
-    async fn fetch(&self) -> Result<()> {
-        let ids = self
-            .source
-            .snowflakes(&self.key, self.options.batch.max(1))
-            .await?;
-        Metrics::add(&self.source.metrics().snowflake_batches_fetched, 1);
-        self.lock().push_back(Batch {
-            ids: ids.into(),
+    /// The size of the batch to fetch now, from the rate since the last one was asked for.
+    fn plan_batch(&self) -> u32 {
+        let mut store = self.lock();
+        let now = Instant::now();
+        if let Some(since) = store.dry_since {
+            store.dry += now.saturating_duration_since(since);
+            store.dry_since = Some(now);
+        }
+        let at_hand = now
+            .saturating_duration_since(store.sampled_at)
+            .saturating_sub(store.dry);
+        let handed = store.handed;
+        let measured = at_hand >= fetch_plan::MIN_RATE_SPAN && handed > 0;
+        if measured {
+            store.pace.observe_use(handed, at_hand);
+        }
+        store.handed = 0;
+        store.sampled_at = now;
+        store.dry = Duration::ZERO;
+        // Callers emptied the cache too fast to measure: at least double the last batch.
+        let count = fetch_plan::snowflake_batch(
+            &store.pace,
+            store.last_batch,
+            store.callers_waited && !measured,
+            self.options.batch.max(1),
+        );
+        store.last_batch = count;
+        store.callers_waited = false;
+        count
+    }
+
+    /// Adds a fetched batch, keeping only IDs above every ID cached or handed out.
+    fn store_batch(&self, ids: Vec<i64>, started: Instant) {
+        let mut store = self.lock();
+        store.pace.observe_round_trip(started.elapsed());
+        if let Some(since) = store.dry_since.take() {
+            store.dry += Instant::now().saturating_duration_since(since);
+        }
+        let floor = store
+            .batches
+            .back()
+            .and_then(|batch| batch.ids.back().copied())
+            .or(store.last);
+        let fetched = ids.len();
+        let ids: VecDeque<i64> = ids
+            .into_iter()
+            .filter(|&id| floor.is_none_or(|floor| id > floor))
+            .collect();
+        self.discarded
+            .fetch_add((fetched - ids.len()) as u64, Ordering::Relaxed);
+        store.cached += ids.len();
+        store.batches.push_back(Batch {
+            ids,
             fetched: Instant::now(),
         });
-        Ok(())
     }
 }
 
 #[cfg(test)]
-mod tests {
-    //! Staleness and refills, on tokio's paused clock.
-    use std::time::Duration;
-
-    use super::*;
-    use crate::source::counting::CountingSource;
-
-    fn cache() -> (Arc<CountingSource>, SnowflakeCache) {
-        let source = Arc::new(CountingSource::default());
-        let options = SnowflakeCacheOptions::default()
-            .batch(10)
-            .max_age(Duration::from_secs(1))
-            .refill_below(0.5);
-        (source.clone(), SnowflakeCache::new(source, "k", options))
-    }
-
-    async fn let_background_run() {
-        for _ in 0..10 {
-            tokio::task::yield_now().await;
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn ids_older_than_max_age_are_thrown_away_never_handed_out() {
-        let (source, cache) = cache();
-        assert_eq!(cache.next().await.unwrap(), 0);
-        assert_eq!(cache.cached(), 9);
-        tokio::time::advance(Duration::from_millis(999)).await;
-        assert_eq!(cache.next().await.unwrap(), 1, "still fresh");
-        tokio::time::advance(Duration::from_millis(2)).await;
-        assert_eq!(cache.cached(), 0, "the batch is 1001 ms old");
-        assert_eq!(cache.next().await.unwrap(), 10, "from a new batch");
-        assert_eq!(source.batch_sizes.lock().unwrap().len(), 2);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_refill_starts_in_the_background_when_the_cache_runs_low() {
-        let (source, cache) = cache();
-        for expected in 0..5 {
-            assert_eq!(cache.next().await.unwrap(), expected);
-        }
-        let_background_run().await;
-        assert_eq!(
-            source.batch_sizes.lock().unwrap().len(),
-            1,
-            "5 left: not low yet"
-        );
-        assert_eq!(cache.next().await.unwrap(), 5);
-        let_background_run().await;
-        assert_eq!(
-            source.batch_sizes.lock().unwrap().len(),
-            2,
-            "4 left: refilled"
-        );
-        assert_eq!(cache.cached(), 14);
-        let ids: Vec<i64> = futures_take(&cache, 14).await;
-        assert_eq!(ids, (6..20).collect::<Vec<_>>(), "in order, across batches");
-        assert_eq!(source.metrics().ids_served.load(Ordering::Relaxed), 20);
-    }
-
-    async fn futures_take(cache: &SnowflakeCache, n: usize) -> Vec<i64> {
-        let mut ids = Vec::new();
-        for _ in 0..n {
-            ids.push(cache.next().await.unwrap());
-        }
-        ids
-    }
-}
+mod tests;

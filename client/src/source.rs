@@ -26,45 +26,123 @@ pub(crate) trait IdSource: Send + Sync + 'static {
 /// A source that counts instead of asking a server, for the buffers' unit tests.
 #[cfg(test)]
 pub(crate) mod counting {
-    use std::sync::atomic::{AtomicI64, Ordering};
+    use std::sync::atomic::{AtomicI64, AtomicU32, AtomicUsize, Ordering};
     use std::sync::Mutex;
+    use std::time::Duration;
+
+    use tokio::time::Instant;
 
     use super::*;
+    use crate::error::Error;
 
-    /// Segment values 1, 2, 3… and snowflake IDs 0, 1, 2…, in the order asked for; records
-    /// the size of every range and batch asked for.
-    #[derive(Default)]
+    /// Segment values 1, 2, 3… in the order asked for; snowflake IDs that carry the time
+    /// they were issued (see [`CountingSource::issued_at`]), increasing. Each call takes
+    /// `round_trip` on tokio's clock (the IDs are issued half-way), can be made to fail,
+    /// and records its size and how many calls were under way at once.
     pub(crate) struct CountingSource {
         segment_cursor: AtomicI64,
-        snowflake_cursor: AtomicI64,
+        snowflake_cursor: Mutex<i64>,
         pub(crate) range_sizes: Mutex<Vec<u64>>,
         pub(crate) batch_sizes: Mutex<Vec<u32>>,
+        pub(crate) round_trip: Mutex<Duration>,
+        /// Calls still to fail (with a retryable error, after the round trip).
+        pub(crate) failures: AtomicU32,
+        under_way: AtomicUsize,
+        pub(crate) most_under_way: AtomicUsize,
+        /// Snowflake IDs are shifted by this, to play a node whose IDs are lower.
+        pub(crate) snowflake_shift: AtomicI64,
+        started: Instant,
         metrics: Metrics,
+    }
+
+    impl Default for CountingSource {
+        fn default() -> Self {
+            CountingSource {
+                segment_cursor: AtomicI64::new(0),
+                snowflake_cursor: Mutex::new(0),
+                range_sizes: Mutex::default(),
+                batch_sizes: Mutex::default(),
+                round_trip: Mutex::new(Duration::ZERO),
+                failures: AtomicU32::new(0),
+                under_way: AtomicUsize::new(0),
+                most_under_way: AtomicUsize::new(0),
+                snowflake_shift: AtomicI64::new(0),
+                started: Instant::now(),
+                metrics: Metrics::default(),
+            }
+        }
+    }
+
+    /// IDs per microsecond of issue time in the snowflake IDs.
+    const PER_MICROSECOND: i64 = 1000;
+
+    impl CountingSource {
+        /// A source whose calls take `round_trip`.
+        pub(crate) fn with_round_trip(round_trip: Duration) -> Self {
+            let source = CountingSource::default();
+            *source.round_trip.lock().unwrap() = round_trip;
+            source
+        }
+
+        /// When the snowflake `id` was issued.
+        pub(crate) fn issued_at(&self, id: i64) -> Instant {
+            self.started + Duration::from_micros((id / PER_MICROSECOND) as u64)
+        }
+
+        /// Half a round trip there, `issue`, half back; one call more under way meanwhile.
+        async fn call<T>(&self, issue: impl FnOnce() -> T) -> Result<T> {
+            let half = *self.round_trip.lock().unwrap() / 2;
+            let under_way = self.under_way.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most_under_way.fetch_max(under_way, Ordering::SeqCst);
+            if !half.is_zero() {
+                tokio::time::sleep(half).await;
+            }
+            let issued = issue();
+            if !half.is_zero() {
+                tokio::time::sleep(half).await;
+            }
+            self.under_way.fetch_sub(1, Ordering::SeqCst);
+            let fail = self
+                .failures
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            if fail {
+                return Err(Error::Transport(redis::RedisError::from((
+                    redis::ErrorKind::Io,
+                    "the test source failed",
+                ))));
+            }
+            Ok(issued)
+        }
     }
 
     impl IdSource for CountingSource {
         fn segment_range<'a>(&'a self, _key: &'a str, count: u64) -> Pending<'a, SegmentRange> {
             self.range_sizes.lock().unwrap().push(count);
-            let first = self
-                .segment_cursor
-                .fetch_add(count as i64, Ordering::Relaxed)
-                + 1;
-            Box::pin(async move {
-                Ok(SegmentRange {
+            Box::pin(self.call(move || {
+                let first = self
+                    .segment_cursor
+                    .fetch_add(count as i64, Ordering::Relaxed)
+                    + 1;
+                SegmentRange {
                     first,
                     last: first + count as i64 - 1,
                     step: 1,
                     count,
-                })
-            })
+                }
+            }))
         }
 
         fn snowflakes<'a>(&'a self, _key: &'a str, count: u32) -> Pending<'a, Vec<i64>> {
             self.batch_sizes.lock().unwrap().push(count);
-            let first = self
-                .snowflake_cursor
-                .fetch_add(i64::from(count), Ordering::Relaxed);
-            Box::pin(async move { Ok((first..first + i64::from(count)).collect()) })
+            Box::pin(self.call(move || {
+                let now = self.started.elapsed().as_micros() as i64 * PER_MICROSECOND;
+                let mut cursor = self.snowflake_cursor.lock().unwrap();
+                let first = (*cursor + 1).max(now);
+                *cursor = first + i64::from(count) - 1;
+                let shift = self.snowflake_shift.load(Ordering::SeqCst);
+                (first..=*cursor).map(|id| id - shift).collect()
+            }))
         }
 
         fn metrics(&self) -> &Metrics {

@@ -1,0 +1,198 @@
+//! One fetch in flight per buffer, and what callers waiting for it learn when it lands.
+//!
+//! A buffer's fetch runs as its own task, never inside a caller's future: a caller that
+//! gives up (its future dropped, or an error returned) does not cancel a fetch that other
+//! callers wait for, and a fetch cut off mid-way cannot leave the buffer thinking one is
+//! still under way (the flight lands with an error when its task is dropped).
+//!
+//! Callers that find the buffer empty wait for the flight under way (or start one) and, if
+//! it fails, get its error rather than starting another: a caller waits at most one fetch,
+//! whose length the client's `response_timeout` bounds.
+
+use std::sync::Mutex;
+
+use tokio::sync::futures::Notified;
+use tokio::sync::Notify;
+
+use crate::error::Error;
+
+/// Which flight: increases by one per fetch started.
+pub(crate) type Flight = u64;
+
+#[derive(Debug, Default)]
+struct State {
+    /// The flight under way, if any.
+    running: Option<Flight>,
+    /// Flights started so far.
+    started: Flight,
+    /// The last flight that failed, and how.
+    failed: Option<(Flight, Error)>,
+}
+
+/// The single fetch of one buffer.
+#[derive(Debug, Default)]
+pub(crate) struct FetchFlight {
+    state: Mutex<State>,
+    landed: Notify,
+}
+
+impl FetchFlight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A future that completes when a flight lands after this call. Enable it (or poll it)
+    /// before checking the buffer, so that a landing in between is not missed.
+    pub fn landed(&self) -> Notified<'_> {
+        self.landed.notified()
+    }
+
+    /// Starts a flight unless one is under way: `Ok` with the new flight for the caller to
+    /// run (and land), `Err` with the flight already under way.
+    pub fn start(&self) -> Result<Flight, Flight> {
+        let mut state = self.lock();
+        if let Some(running) = state.running {
+            return Err(running);
+        }
+        state.started += 1;
+        state.running = Some(state.started);
+        Ok(state.started)
+    }
+
+    /// Whether a flight is under way.
+    pub fn is_running(&self) -> bool {
+        self.lock().running.is_some()
+    }
+
+    /// Ends `flight`, failed if `error` is given, and wakes every waiting caller.
+    pub fn land(&self, flight: Flight, error: Option<Error>) {
+        {
+            let mut state = self.lock();
+            if state.running == Some(flight) {
+                state.running = None;
+            }
+            if let Some(error) = error {
+                state.failed = Some((flight, error));
+            }
+        }
+        self.landed.notify_waiters();
+    }
+
+    /// The error of the last failed flight if it is `flight` or a later one.
+    pub fn failure_since(&self, flight: Flight) -> Option<Error> {
+        match &self.lock().failed {
+            Some((failed, error)) if *failed >= flight => Some(duplicate(error)),
+            _ => None,
+        }
+    }
+}
+
+/// Lands a flight when dropped, with an error unless [`LandOnDrop::land`] was called: a
+/// fetch task dropped mid-way (its runtime shutting down) must not leave waiters waiting.
+pub(crate) struct LandOnDrop<'a> {
+    flight: &'a FetchFlight,
+    id: Flight,
+    landed: bool,
+}
+
+impl<'a> LandOnDrop<'a> {
+    pub fn new(flight: &'a FetchFlight, id: Flight) -> Self {
+        LandOnDrop {
+            flight,
+            id,
+            landed: false,
+        }
+    }
+
+    /// Lands the flight with the fetch's outcome.
+    pub fn land(mut self, error: Option<Error>) {
+        self.landed = true;
+        self.flight.land(self.id, error);
+    }
+}
+
+impl Drop for LandOnDrop<'_> {
+    fn drop(&mut self) {
+        if !self.landed {
+            let error = redis::RedisError::from((
+                redis::ErrorKind::Io,
+                "the fetch was stopped before it finished (its runtime shut down)",
+            ));
+            self.flight.land(self.id, Some(Error::Transport(error)));
+        }
+    }
+}
+
+/// A copy of `error` for each caller that waited on the flight that failed with it.
+fn duplicate(error: &Error) -> Error {
+    #[allow(unreachable_patterns)] // variants added later are copied by their text
+    match error {
+        Error::Drift { message, retry_in } => Error::Drift {
+            message: message.clone(),
+            retry_in: *retry_in,
+        },
+        Error::Overflow { message } => Error::Overflow {
+            message: message.clone(),
+        },
+        Error::Exhausted { message } => Error::Exhausted {
+            message: message.clone(),
+        },
+        Error::Server { code, message } => Error::Server {
+            code: code.clone(),
+            message: message.clone(),
+        },
+        Error::Transport(error) => Error::Transport(error.clone()),
+        Error::Auth { code, message } => Error::Auth {
+            code: code.clone(),
+            message: message.clone(),
+        },
+        Error::Protocol(error) => Error::Protocol(error.clone()),
+        Error::NoNodeAvailable { tried, last } => Error::NoNodeAvailable {
+            tried: tried.clone(),
+            last: Box::new(duplicate(last)),
+        },
+        Error::Deployment(message) => Error::Deployment(message.clone()),
+        Error::InvalidArgument(message) => Error::InvalidArgument(message.clone()),
+        other => Error::Server {
+            code: "ERR".into(),
+            message: other.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transport() -> Error {
+        Error::Transport(redis::RedisError::from((redis::ErrorKind::Io, "timed out")))
+    }
+
+    #[test]
+    fn one_flight_at_a_time_and_its_failure_reaches_those_who_waited_for_it() {
+        let flight = FetchFlight::default();
+        assert_eq!(flight.start(), Ok(1));
+        assert_eq!(flight.start(), Err(1), "one in flight");
+        assert!(flight.is_running());
+        flight.land(1, Some(transport()));
+        assert!(!flight.is_running());
+        let error = flight.failure_since(1).expect("the failure of flight 1");
+        assert!(error.is_retryable());
+        assert_eq!(flight.start(), Ok(2));
+        flight.land(2, None);
+        assert!(flight.failure_since(2).is_none(), "flight 2 succeeded");
+        assert!(flight.failure_since(1).is_some(), "flight 1 did not");
+    }
+
+    #[test]
+    fn a_flight_dropped_before_it_landed_lands_with_a_retryable_error() {
+        let flight = FetchFlight::default();
+        let id = flight.start().unwrap();
+        drop(LandOnDrop::new(&flight, id));
+        assert!(!flight.is_running());
+        assert!(flight.failure_since(id).unwrap().is_retryable());
+        let id = flight.start().unwrap();
+        LandOnDrop::new(&flight, id).land(None);
+        assert!(flight.failure_since(id).is_none());
+    }
+}

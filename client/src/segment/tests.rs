@@ -1,0 +1,221 @@
+//! The segment buffer's rules on tokio's paused clock, with a counting source that takes a
+//! set round trip: time moves only when a test advances it or every task waits on a timer.
+//! "No wait" is checked as "tokio's clock did not move during `next`".
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::*;
+use crate::source::counting::CountingSource;
+
+fn buffer_with(source: &Arc<CountingSource>, options: SegmentOptions) -> SegmentBuffer {
+    SegmentBuffer::new(source.clone(), "k", options)
+}
+
+fn sizes(source: &CountingSource) -> Vec<u64> {
+    source.range_sizes.lock().unwrap().clone()
+}
+
+/// Takes one value; returns it and whether the caller waited (tokio's clock moved).
+async fn take_one(buffer: &SegmentBuffer) -> (i64, bool) {
+    let before = Instant::now();
+    let value = buffer.next().await.unwrap();
+    (value, Instant::now() > before)
+}
+
+/// Takes `n` values, one every `every`; returns them and how many calls waited.
+async fn take_paced(buffer: &SegmentBuffer, n: usize, every: Duration) -> (Vec<i64>, usize) {
+    let mut values = Vec::with_capacity(n);
+    let mut waits = 0;
+    for _ in 0..n {
+        let (value, waited) = take_one(buffer).await;
+        values.push(value);
+        waits += usize::from(waited);
+        tokio::time::advance(every).await;
+    }
+    (values, waits)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_first_range_has_the_initial_size_and_later_ones_last_the_target_duration() {
+    let source = Arc::new(CountingSource::default());
+    let options = SegmentOptions::default()
+        .initial_size(100)
+        .min_size(10)
+        .max_size(1_000_000)
+        .prefetch_after(0.5)
+        .target_duration(Duration::from_secs(1));
+    let buffer = buffer_with(&source, options);
+    // 1,000 values/s: ranges of 1,000 values (1 s at the measured rate).
+    let (values, _) = take_paced(&buffer, 100, Duration::from_millis(1)).await;
+    assert_eq!(values, (1..=100).collect::<Vec<_>>());
+    let (_, waits) = take_paced(&buffer, 1_500, Duration::from_millis(1)).await;
+    assert_eq!(waits, 0, "the next range was always at hand");
+    let sizes = sizes(&source);
+    // The second range is fetched at 50 values, too few to measure a rate: 100 again.
+    assert_eq!(sizes[..2], [100, 100]);
+    assert!(
+        sizes[2..].iter().all(|&size| (990..=1_020).contains(&size)),
+        "{sizes:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_range_is_bounded_by_min_and_max_size() {
+    let source = Arc::new(CountingSource::default());
+    let options = SegmentOptions::default()
+        .initial_size(100)
+        .min_size(100)
+        .max_size(300)
+        .target_duration(Duration::from_secs(10));
+    let buffer = buffer_with(&source, options);
+    take_paced(&buffer, 1_000, Duration::from_millis(1)).await; // wants 10,000
+    let sizes_now = sizes(&source);
+    assert!(
+        sizes_now[2..].iter().all(|&size| size == 300),
+        "{sizes_now:?}"
+    );
+
+    let source = Arc::new(CountingSource::default());
+    let options = SegmentOptions::default()
+        .initial_size(1_000)
+        .min_size(200)
+        .target_duration(Duration::from_secs(1));
+    let buffer = buffer_with(&source, options);
+    take_paced(&buffer, 400, Duration::from_millis(100)).await; // wants 10
+    let sizes_now = sizes(&source);
+    assert!(
+        sizes_now[2..].iter().all(|&size| size == 200),
+        "{sizes_now:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_next_fetch_starts_four_round_trips_before_the_range_runs_out() {
+    // Round trip 50 ms: lead 4 · 50 + 5 = 205 ms. At 10,000 values/s a range lasts two
+    // leads (the target is shorter): about 4,100 values, the next fetched about 2,050
+    // values before the end.
+    let source = Arc::new(CountingSource::with_round_trip(Duration::from_millis(50)));
+    let options = SegmentOptions::default()
+        .initial_size(1_000)
+        .min_size(10)
+        .prefetch_after(1.0)
+        .target_duration(Duration::from_millis(10));
+    let buffer = buffer_with(&source, options);
+    let every = Duration::from_micros(100);
+    take_paced(&buffer, 1_001, every).await; // the first range (rate unknown), then a wait
+    let sizes_now = sizes(&source);
+    assert_eq!(sizes_now.len(), 2);
+    let second = sizes_now[1];
+    assert!((4_000..=4_200).contains(&second), "{second}");
+    // Take the second range up to its prefetch point, one value short.
+    let lead_values = 2_050;
+    let (_, waits) = take_paced(&buffer, second as usize - lead_values - 10, every).await;
+    assert_eq!((waits, sizes(&source).len()), (0, 2), "not yet");
+    let (_, waits) = take_paced(&buffer, 40, every).await;
+    assert_eq!(
+        (waits, sizes(&source).len()),
+        (0, 3),
+        "fetching at the lead"
+    );
+    // The rest of the range, and the switch: nobody waits.
+    let (_, waits) = take_paced(&buffer, lead_values + 500, every).await;
+    assert_eq!(waits, 0);
+    assert_eq!(source.most_under_way.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn callers_that_find_both_ranges_used_up_share_one_fetch_and_its_error() {
+    let source = Arc::new(CountingSource::with_round_trip(Duration::from_millis(20)));
+    let options = SegmentOptions::default().initial_size(100).min_size(100);
+    let buffer = buffer_with(&source, options);
+    source.failures.store(1, Ordering::SeqCst);
+    let callers: Vec<_> = (0..8)
+        .map(|_| {
+            let buffer = buffer.clone();
+            tokio::spawn(async move { buffer.next().await })
+        })
+        .collect();
+    for caller in callers {
+        let error = caller.await.unwrap().expect_err("the one fetch failed");
+        assert!(error.is_retryable(), "{error}");
+    }
+    assert_eq!(sizes(&source).len(), 1, "one fetch for eight callers");
+    // The failed fetch's values (1 to 100) are skipped, never handed out.
+    assert_eq!(
+        buffer.next().await.unwrap(),
+        101,
+        "the next call fetches again"
+    );
+    assert_eq!(source.most_under_way.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_prefetched_range_is_at_hand_when_the_current_one_runs_out() {
+    let source = Arc::new(CountingSource::default());
+    let options = SegmentOptions::default()
+        .initial_size(100)
+        .min_size(100)
+        .max_size(100);
+    let buffer = buffer_with(&source, options);
+    let (first, _) = take_paced(&buffer, 100, Duration::from_millis(1)).await;
+    assert_eq!(
+        sizes(&source).len(),
+        2,
+        "fetched in the background at 10% use"
+    );
+    assert_eq!(buffer.try_next(), None, "the current range is used up");
+    let (next, waited) = take_one(&buffer).await;
+    assert_eq!((first[99], next, waited), (100, 101, false));
+    assert_eq!(source.metrics().ids_served.load(Ordering::Relaxed), 100);
+}
+
+/// A caller that never yields on its own: only the budget lets the spawned fetch run.
+async fn take_without_yielding(buffer: &SegmentBuffer, n: usize) {
+    for _ in 0..n {
+        std::hint::black_box(buffer.next().await.unwrap());
+    }
+}
+
+fn fixed(size: u64) -> SegmentOptions {
+    SegmentOptions::default()
+        .initial_size(size)
+        .min_size(size)
+        .max_size(size)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_caller_that_never_yields_still_lets_the_prefetch_run_on_a_current_thread_runtime() {
+    let source = Arc::new(CountingSource::default());
+    let buffer = buffer_with(&source, fixed(100_000));
+    take_without_yielding(&buffer, 100_000).await;
+    assert_eq!(buffer.try_next(), None, "the first range is used up");
+    assert_eq!(sizes(&source).len(), 2, "the second was fetched meanwhile");
+    assert_eq!(buffer.next().await.unwrap(), 100_001);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_that_never_yield_still_let_the_prefetch_run_on_a_multi_thread_runtime() {
+    let source = Arc::new(CountingSource::default());
+    let buffer = buffer_with(&source, fixed(200_000));
+    buffer.next().await.unwrap();
+    // Two callers on two workers, each spawning from a task that does not yield; each
+    // looks, before it yields, whether the second range was fetched.
+    let callers: Vec<_> = (0..2)
+        .map(|_| {
+            let buffer = buffer.clone();
+            let source = source.clone();
+            tokio::spawn(async move {
+                take_without_yielding(&buffer, 90_000).await;
+                sizes(&source).len()
+            })
+        })
+        .collect();
+    for caller in callers {
+        assert_eq!(
+            caller.await.unwrap(),
+            2,
+            "the second range was fetched meanwhile"
+        );
+    }
+}
