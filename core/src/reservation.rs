@@ -133,6 +133,26 @@ impl Reservation {
         (self.left != VOID && held == self.top).then(|| self.top - (self.left() * step) as i64)
     }
 
+    /// The highest value this instance may have handed out under this reservation (with
+    /// `step`, the instance's step): exactly the last one taken while the reservation is
+    /// live, its top once voided (how many were left is then forgotten).
+    pub fn handed_out_up_to(&self, step: u64) -> i64 {
+        if self.left == VOID {
+            self.top
+        } else {
+            self.top - (u64::from(self.left) * step) as i64
+        }
+    }
+
+    /// Whether the key holds less than the last value handed out under this reservation
+    /// although nothing voided it: a plain write (`SET`) lowered the counter below values
+    /// this instance handed out. (A voided reservation's key may hold less for reasons of
+    /// its own — a restore, a sync from another master — which are not an operator lowering
+    /// the counter.)
+    pub fn lowered_by(&self, held: i64, step: u64) -> bool {
+        self.left != VOID && held < self.handed_out_up_to(step)
+    }
+
     /// Forgets the values left: the key was, or may have been, changed by something other
     /// than this reservation (a write, a restore, a sync, a role change), so the next call
     /// continues above what the key then holds.
@@ -198,6 +218,11 @@ pub fn serve(
 /// The part of [`serve`] for a call its reservation could not serve from memory: the range
 /// and the new reservation, whose top must be written into the key before the range is
 /// answered.
+///
+/// It never continues below the last value handed out under the previous reservation (its
+/// top, once voided), so a key lowered behind the module (a `SET` to a smaller number, a
+/// restore of an older value) cannot make it hand them out again. To start
+/// a counter lower on purpose, delete the key first: the module then forgets its reservation.
 pub fn reserve(
     held: i64,
     previous: Option<&Reservation>,
@@ -206,7 +231,13 @@ pub fn reserve(
     let step = request.identity.step;
     let (base, fence) = match previous.and_then(|r| r.last_taken(held, step)) {
         Some(last) => (last, 0),
-        None => (continue_above(held, request.remembered), request.fence),
+        None => {
+            let handed_out = previous.map_or(0, |previous| previous.handed_out_up_to(step));
+            (
+                continue_above(held, request.remembered).max(handed_out),
+                request.fence,
+            )
+        }
     };
     let range = next_range(base, request.identity, request.count, fence)?;
     let reservation = Reservation::after(previous, range, request.now_ms, request.policy);
@@ -296,6 +327,49 @@ mod tests {
         reservation.void();
         assert_eq!(reservation.take(3, 1, 1), None);
         assert_eq!(reservation.left(), 0);
+    }
+
+    fn request(count: u64) -> SegmentRequest {
+        SegmentRequest {
+            identity: Identity { step: 1, offset: 0 },
+            count,
+            fence: 0,
+            remembered: None,
+            now_ms: 0,
+            policy: POLICY,
+        }
+    }
+
+    #[test]
+    fn a_key_lowered_behind_the_module_continues_above_what_was_handed_out() {
+        let (first, reservation) = reserve(1_000_000_000, None, request(5)).unwrap();
+        assert_eq!((first.first, first.last), (1_000_000_001, 1_000_000_005));
+        assert!(reservation.lowered_by(5, 1));
+        assert!(!reservation.lowered_by(reservation.top(), 1));
+        assert!(
+            !reservation.lowered_by(reservation.top() + 10, 1),
+            "raising is seeding"
+        );
+        let (next, _) = reserve(5, Some(&reservation), request(1)).unwrap();
+        assert_eq!(next.first, reservation.top() + 1);
+        // Voided (restored, synced): not counted as lowered, and still continues above.
+        let mut voided = reservation;
+        voided.void();
+        assert!(!voided.lowered_by(5, 1));
+        let (after_void, _) = reserve(5, Some(&voided), request(1)).unwrap();
+        assert_eq!(after_void.first, reservation.top() + 1);
+        // A raise continues above the new value.
+        let (raised, _) = reserve(2_000_000_000, Some(&reservation), request(1)).unwrap();
+        assert_eq!(raised.first, 2_000_000_001);
+        // Below the top but above the last value handed out: values reserved ahead and not
+        // handed out are free, so the seed is followed exactly.
+        let ahead = Reservation::after(Some(&reservation), range(1_000_000_006, 5, 1), 1, POLICY);
+        assert_eq!(ahead.handed_out_up_to(1), 1_000_000_010);
+        assert_eq!(ahead.top(), 1_000_000_015);
+        assert!(!ahead.lowered_by(1_000_000_012, 1));
+        assert!(ahead.lowered_by(1_000_000_009, 1));
+        let (seeded, _) = reserve(1_000_000_012, Some(&ahead), request(1)).unwrap();
+        assert_eq!(seeded.first, 1_000_000_013);
     }
 
     #[test]

@@ -164,6 +164,12 @@ fn run(events: &[Event], with_marks: bool, fence: u64, any_restart: bool) -> Opt
                 if let Some(reservation) = &mut node.reservation {
                     reservation.void();
                 }
+                if !with_marks {
+                    // Without remembering, the instance keeps nothing of what it handed out:
+                    // its reservation's top would otherwise be a floor of its own (a new
+                    // call never continues below it).
+                    node.reservation = None;
+                }
                 node.persisted = (node.data, node.remembered);
                 linked = true;
             }

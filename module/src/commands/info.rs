@@ -72,6 +72,15 @@ fn add_fields(fields: &InfoFields<'_>) {
     number("segment_marks_taken", stats::SEGMENT_MARKS_TAKEN.get());
     number("segment_marks_applied", stats::SEGMENT_MARKS_APPLIED.get());
     number("promotions", stats::PROMOTIONS.get());
+    number(
+        "segment_counters_lowered",
+        stats::SEGMENT_COUNTERS_LOWERED.get(),
+    );
+    number("segment_ttls_seen", stats::SEGMENT_TTLS_SEEN.get());
+    number(
+        "segment_counters_expired",
+        stats::SEGMENT_COUNTERS_EXPIRED.get(),
+    );
     text(
         "atomic_slot_migration",
         if server_support::atomic_slot_migration() {

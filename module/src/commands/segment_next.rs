@@ -79,7 +79,12 @@ fn write_ahead(
         now_ms: clock::monotonic_ms(),
         policy: ReservationPolicy::for_fence(config.segment_fence),
     };
+    let step = config.identity.step;
+    let lowered = previous.filter(|previous| previous.lowered_by(held, step));
     let (range, reservation) = reserve(held, previous.as_ref(), request)?;
+    if let Some(previous) = lowered {
+        report_lowered(call, held, previous.handed_out_up_to(step), range.first);
+    }
     let key_name = call.arg(1);
     keys.open::<Write>(key_name)
         .set_integer(reservation.top())?;
@@ -94,6 +99,31 @@ fn write_ahead(
     call.notify(raw::NotifyEvent::STRING, c"segment.next", key_name);
     stats::SEGMENT_WRITES.add(1);
     Ok(range)
+}
+
+/// How many lowered counters are logged one by one; later ones are counted only.
+const LOWERED_LOGGED: u64 = 10;
+
+/// Counts a key found lowered below values this instance handed out, and logs the first few.
+#[cold]
+#[inline(never)]
+fn report_lowered(call: &Call, held: i64, handed_out: i64, first: i64) {
+    stats::SEGMENT_COUNTERS_LOWERED.add(1);
+    let seen = stats::SEGMENT_COUNTERS_LOWERED.get();
+    if seen > LOWERED_LOGGED {
+        return;
+    }
+    let key = String::from_utf8_lossy(call.arg_bytes(1));
+    let more = if seen == LOWERED_LOGGED {
+        " (further ones are only counted in idgen_segment_counters_lowered)"
+    } else {
+        ""
+    };
+    call.log_warning(&format!(
+        "segment counter '{key}' was set to {held}, below the {handed_out} this instance \
+         already handed out; SEGMENT.NEXT continues above it (from {first}) so no value is \
+         handed out twice. To restart a counter lower on purpose, DEL it first{more}"
+    ));
 }
 
 /// The integer a segment key holds (0 when missing); refuses any other value.

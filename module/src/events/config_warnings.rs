@@ -7,6 +7,7 @@ use redis_module::{Context, RedisValue};
 
 use crate::ffi::guard;
 use crate::state::instance;
+use crate::state::stats;
 use crate::state::warnings;
 
 /// How often the configuration is checked.
@@ -94,6 +95,33 @@ fn find(ctx: &Context) -> Vec<String> {
         warnings.push(
             "replicas are attached but step is 1: a promoted replica would share offset 0 with \
              its old master; give every instance, replicas included, its own offset"
+                .to_string(),
+        );
+    }
+    warnings.extend(counter_misuse());
+    warnings
+}
+
+/// What clients did to segment counters that the module can see and an operator must not
+/// do (docs/guarantees.md). These stay until the server restarts: the counts in INFO say
+/// whether it still happens.
+fn counter_misuse() -> Vec<String> {
+    let mut warnings = Vec::new();
+    if stats::SEGMENT_TTLS_SEEN.get() > 0 || stats::SEGMENT_COUNTERS_EXPIRED.get() > 0 {
+        warnings.push(
+            "segment counter keys were given a TTL (idgen_segment_ttls_seen) or expired \
+             (idgen_segment_counters_expired): a counter that expires starts again from 0 plus \
+             the segment fence and can hand out values again; never put a TTL on a counter \
+             key, DEL a counter you no longer need"
+                .to_string(),
+        );
+    }
+    if stats::SEGMENT_COUNTERS_LOWERED.get() > 0 {
+        warnings.push(
+            "a SET lowered segment counters below values this instance handed out \
+             (idgen_segment_counters_lowered); idgen continued above those values, but a \
+             restart before the key's next SEGMENT.NEXT continues from the lowered value plus \
+             the segment fence; to restart a counter lower on purpose, DEL it first"
                 .to_string(),
         );
     }

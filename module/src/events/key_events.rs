@@ -17,6 +17,7 @@ use redis_module::Context;
 
 use crate::ffi::keyspace_events::{self, KeyEvent, KeyEventHandler};
 use crate::state::reservations;
+use crate::state::stats;
 
 /// Generic events after which the key of this name is gone from its database.
 const KEY_GONE: [&CStr; 4] = [c"del", c"rename_from", c"move_from", c"expired"];
@@ -34,9 +35,16 @@ impl KeyEventHandler for ForgetReplacedKeys {
     fn handle(event: &KeyEvent<'_>) {
         let gone = KEY_GONE.contains(&event.name) || event.name == c"evicted";
         if gone {
-            reservations::forget(event.db, event.key);
+            let held = reservations::forget(event.db, event.key);
+            // A counter that expires loses its value (`events::config_warnings` says so).
+            if held && event.name == c"expired" {
+                stats::SEGMENT_COUNTERS_EXPIRED.add(1);
+            }
         } else if KEY_REPLACED.contains(&event.name) {
-            reservations::void(event.db, event.key);
+            let held = reservations::void(event.db, event.key);
+            if held && event.name == c"expire" {
+                stats::SEGMENT_TTLS_SEEN.add(1);
+            }
         }
     }
 }

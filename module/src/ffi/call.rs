@@ -196,6 +196,11 @@ impl Call {
         self.flags().contains(ContextFlags::SLAVE)
     }
 
+    /// Writes `text` to the server log at warning level.
+    pub fn log_warning(&self, text: &str) {
+        redis_module::Context::new(self.ctx).log_warning(text);
+    }
+
     /// Propagates `command key value` to replicas and the AOF, in place of this call.
     pub fn replicate_key_value(&self, command: &CStr, key: Arg<'_>, value: i64) {
         // SAFETY: format "sl" takes a RedisModuleString and a long long, given in order.

@@ -65,11 +65,12 @@ impl Keys {
             });
     }
 
-    fn remove(&mut self, key: &[u8]) {
+    fn remove(&mut self, key: &[u8]) -> bool {
         let hash = self.hash(key);
-        if let Ok(entry) = self.entries.find_entry(hash, |(name, _)| **name == *key) {
-            entry.remove();
-        }
+        let Ok(entry) = self.entries.find_entry(hash, |(name, _)| **name == *key) else {
+            return false;
+        };
+        entry.remove();
         // Give back the memory of a table that held many more keys (amortized: the table
         // halves at most once per as many removals as it then holds).
         let (len, capacity) = (self.entries.len(), self.entries.capacity());
@@ -78,6 +79,7 @@ impl Keys {
             self.entries
                 .shrink_to(len * 2, |(name, _)| hasher.hash(name));
         }
+        true
     }
 
     fn len(&self) -> usize {
@@ -135,8 +137,11 @@ pub fn store(db: i32, key: &[u8], reservation: Reservation) {
 }
 
 /// Voids the reservation of `key` in `db`: its next call continues above what it holds.
-pub fn void(db: i32, key: &[u8]) {
-    in_db(db, |keys| keys.get_mut(key).map(Reservation::void));
+/// Returns whether the module held the key (it is a segment counter).
+pub fn void(db: i32, key: &[u8]) -> bool {
+    in_db(db, |keys| keys.get_mut(key).map(Reservation::void))
+        .flatten()
+        .is_some()
 }
 
 /// Voids every reservation in `db` (`-1`: in every database).
@@ -213,6 +218,7 @@ pub fn len() -> usize {
 }
 
 /// Forgets `key` in `db` (it was deleted, expired, evicted, renamed or moved away).
-pub fn forget(db: i32, key: &[u8]) {
-    in_db(db, |keys| keys.remove(key));
+/// Returns whether the module held the key (it is a segment counter).
+pub fn forget(db: i32, key: &[u8]) -> bool {
+    in_db(db, |keys| keys.remove(key)).unwrap_or(false)
 }

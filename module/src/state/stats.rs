@@ -55,6 +55,13 @@ pub static FENCES_APPLIED: Counter = Counter::new();
 pub static SEGMENT_MARKS_TAKEN: Counter = Counter::new();
 /// Remembered values that a SEGMENT.NEXT call continued above (and then forgot).
 pub static SEGMENT_MARKS_APPLIED: Counter = Counter::new();
+/// SEGMENT.NEXT calls that found their key lowered (by a `SET`) below values this instance
+/// had handed out, and continued above those values instead.
+pub static SEGMENT_COUNTERS_LOWERED: Counter = Counter::new();
+/// TTLs put on segment keys this instance holds (`EXPIRE`, `SET … EX`, `GETEX`).
+pub static SEGMENT_TTLS_SEEN: Counter = Counter::new();
+/// Segment keys this instance held that expired.
+pub static SEGMENT_COUNTERS_EXPIRED: Counter = Counter::new();
 /// Atomic slot migrations (Valkey 9) this instance completed as the target.
 pub static SLOT_IMPORTS: Counter = Counter::new();
 /// Atomic slot migrations (Valkey 9) this instance completed as the source.
