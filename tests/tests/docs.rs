@@ -563,6 +563,61 @@ async fn every_transcript_acl_line_and_readme_shell_line_works_as_documented() {
     );
 }
 
+/// The rows of the table after `<!-- layouts: … -->` in docs/commands.md: cells without
+/// backticks and thousands separators.
+fn layout_rows() -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(root().join("docs/commands.md")).unwrap();
+    let start = text
+        .find("<!-- layouts:")
+        .expect("docs/commands.md has its layout table (<!-- layouts: … -->)");
+    text[start..]
+        .lines()
+        .skip(3) // the comment, the header, the separator
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            line.trim_matches('|')
+                .split('|')
+                .map(|cell| cell.trim().trim_matches('`').replace(',', ""))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn the_layout_table_says_what_the_module_reports() {
+    let rows = layout_rows();
+    assert!(rows.len() >= 5, "{rows:?}");
+    let mut failures = Vec::new();
+    for row in &rows {
+        let args: Vec<&str> = if row[1] == "(none)" {
+            Vec::new()
+        } else {
+            row[1].split_whitespace().collect()
+        };
+        for (step, column) in [("1", 2), ("8", 3)] {
+            let mut all = vec!["step", step, "offset", "0"];
+            all.extend(&args);
+            let server = Server::start(&all);
+            let info = |field: &str| server.info_value("idgen", field).unwrap();
+            let per_unit: u64 = info("idgen_snowflake_ids_per_unit").parse().unwrap();
+            let unit_ms: u64 = info("idgen_time_unit_ms").parse().unwrap();
+            let per_second = (per_unit * 1000 / unit_ms).to_string();
+            let shards = (1u64 << info("idgen_shard_bits").parse::<u32>().unwrap()).to_string();
+            let runs_out = info("idgen_layout_runs_out");
+            let seen = [(column, per_second), (4, shards), (5, runs_out)];
+            for (cell, value) in seen {
+                if row[cell] != value {
+                    failures.push(format!(
+                        "{} at step {step}: the table says {}, the module {value}",
+                        row[0], row[cell]
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn a_changed_reply_is_caught() {
     // The comparison itself must be able to fail: an exact reply that differs, and a
