@@ -10,7 +10,8 @@
 //!   an integer and a string of the same form where it shows a string (the `FORMAT`'s
 //!   alphabet, and its width for base32/base62); each ID decoded by the server has the
 //!   documented ID's shard, and the documented ID decodes (with the server's layout) to the
-//!   same offset as the issued one — so a reply shown from another step or offset fails.
+//!   same offset as the issued one — so a reply shown from another step or offset fails —
+//!   and the IDs the server issues for a key strictly increase through a document's session.
 //!
 //! Everything else a document shows (decoded fields, ranges, segment values, identities,
 //! errors) is deterministic on a fresh server and compared exactly.
@@ -24,6 +25,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use idgen_client::{Client, SegmentOptions, Topology};
+use idgen_core::IdFormat;
 use idgen_tests::transcripts::{documented_files, read_document, Document, Step};
 use idgen_tests::{module_path, Server, ServerOptions};
 
@@ -227,14 +229,34 @@ fn compare_snowflake_reply(
     Ok(())
 }
 
+/// The IDs in a `SNOWFLAKE.NEXT` reply as numbers (strings read in the call's `FORMAT`).
+fn issued_ids(command: &str, reply: &[String]) -> Vec<u64> {
+    let format = match format_of(command).as_deref() {
+        Some("base32") => IdFormat::Base32,
+        Some("base62") => IdFormat::Base62,
+        _ => IdFormat::Decimal,
+    };
+    reply
+        .iter()
+        .filter_map(|line| id_in_line(line))
+        .filter_map(|(_, id)| match id {
+            Ok(number) => u64::try_from(number).ok(),
+            Err(text) => format.decode(&text).ok(),
+        })
+        .collect()
+}
+
 /// Replays every session of one document; returns (commands run, failures).
 fn replay(document: &Document) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     let mut commands = 0;
     let mut server: Option<Server> = None;
+    // The last ID issued per key on the current server.
+    let mut last_ids: HashMap<String, u64> = HashMap::new();
     for session in &document.sessions {
         if let Some(args) = &session.fresh_server {
             drop(server.take());
+            last_ids.clear();
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             match Server::start_with(ServerOptions::module(&args)) {
                 Ok(started) => server = Some(started),
@@ -264,7 +286,23 @@ fn replay(document: &Document) -> (usize, Vec<String>) {
                 .unwrap_or("")
                 .to_ascii_uppercase();
             let outcome = if verb == "SNOWFLAKE.NEXT" {
-                compare_snowflake_reply(&mut conn, step, &actual)
+                compare_snowflake_reply(&mut conn, step, &actual).and_then(|()| {
+                    let key = step
+                        .command
+                        .split_whitespace()
+                        .nth(1)
+                        .unwrap_or("")
+                        .to_string();
+                    for id in issued_ids(&step.command, &actual) {
+                        if let Some(&last) = last_ids.get(&key) {
+                            if id <= last {
+                                return Err(format!("ID {id} for {key} is not above {last}"));
+                            }
+                        }
+                        last_ids.insert(key.clone(), id);
+                    }
+                    Ok(())
+                })
             } else if actual == step.reply {
                 Ok(())
             } else {
@@ -639,6 +677,14 @@ fn a_changed_reply_is_caught() {
         ..step
     };
     assert_eq!(compare_snowflake_reply(&mut conn, &right, &actual), Ok(()));
+
+    assert_eq!(
+        issued_ids(
+            "SNOWFLAKE.NEXT k FORMAT base62",
+            &["1) \"0SJ1IWe1bGk\"".to_string()]
+        ),
+        vec![IdFormat::Base62.decode("0SJ1IWe1bGk").unwrap()]
+    );
 
     let string = Step {
         line: 1,
