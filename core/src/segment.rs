@@ -77,6 +77,28 @@ pub fn next_range(
             step: identity.step,
             count,
         }),
-        _ => Err(IdError::Overflow { current, count }),
+        _ => Err(IdError::Overflow {
+            current,
+            count,
+            fence,
+            room: room_above(i128::from(current) + i128::from(fence), identity),
+            room_without_fence: room_above(i128::from(current), identity),
+        }),
+    }
+}
+
+/// How many values `≡ offset (mod step)` lie above `base` and at most 2^63 − 1.
+fn room_above(base: i128, identity: Identity) -> u64 {
+    let step = i128::from(identity.step);
+    let to_next = match (i128::from(identity.offset) - base).rem_euclid(step) {
+        0 => step,
+        gap => gap,
+    };
+    let first = base + to_next;
+    let max = i128::from(i64::MAX);
+    if first > max {
+        0
+    } else {
+        ((max - first) / step + 1) as u64
     }
 }

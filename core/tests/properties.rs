@@ -256,6 +256,48 @@ fn segment_edges() {
     let overflow = next_range(i64::MAX - 1, single, 2, 0).unwrap_err();
     assert_eq!(overflow.code(), "OVERFLOW");
     assert!(next_range(i64::MAX - 10, single, 1, 100).is_err());
+    // The message names the real cause: the fence's jump, or COUNT, or no room at all.
+    let fenced = next_range(i64::MAX - 9, single, 1, 1_000_000_000).unwrap_err();
+    assert!(
+        fenced
+            .to_string()
+            .contains("idgen.segment-fence (1000000000)"),
+        "{fenced}"
+    );
+    assert!(
+        fenced.to_string().contains("COUNT 1 would fit without it"),
+        "{fenced}"
+    );
+    let counted = next_range(i64::MAX - 9, single, 10, 0).unwrap_err();
+    assert!(
+        counted
+            .to_string()
+            .contains("only 9 values of this instance's class left"),
+        "{counted}"
+    );
+    assert!(
+        counted.to_string().contains("COUNT asked for 10"),
+        "{counted}"
+    );
+    let full = next_range(i64::MAX, single, 1, 0).unwrap_err();
+    assert!(
+        full.to_string()
+            .contains("no value of this instance's class is left"),
+        "{full}"
+    );
+    let counted_past_fence = next_range(i64::MAX - 2000, single, 1000, 1500).unwrap_err();
+    assert!(
+        counted_past_fence
+            .to_string()
+            .contains("after that jump only 500 values of"),
+        "{counted_past_fence}"
+    );
+    assert!(
+        counted_past_fence
+            .to_string()
+            .contains("COUNT 1000 would fit without it"),
+        "{counted_past_fence}"
+    );
     assert!(next_range(0, single, 0, 0).is_err());
     assert!(next_range(0, single, 1_000_000_001, 0).is_err());
     assert!(r.contains(8) && !r.contains(9) && !r.contains(20));

@@ -54,9 +54,18 @@ impl AclLine {
         &self.words[0]
     }
 
-    /// The password the line sets (`>pw`), if any.
+    /// The password the line sets (`>pw`); any password works for a `nopass` user (`None`
+    /// when the line sets neither, so no one can log in).
     pub fn password(&self) -> Option<&str> {
-        self.words.iter().find_map(|w| w.strip_prefix('>'))
+        self.words
+            .iter()
+            .find_map(|w| w.strip_prefix('>'))
+            .or_else(|| {
+                self.words
+                    .iter()
+                    .any(|w| w.eq_ignore_ascii_case("nopass"))
+                    .then_some("any")
+            })
     }
 
     /// The commands granted by name (`+snowflake.next` → `snowflake.next`), lower case.
@@ -426,6 +435,15 @@ client.next_snowflake(\"orders\")
             "{}",
             d.errors[0]
         );
+    }
+
+    #[test]
+    fn a_nopass_user_logs_in_with_any_password() {
+        let d = parse_document("Use `ACL SETUSER mon on nopass +info` for it.\n");
+        assert_eq!(d.acl_lines.len(), 1);
+        assert_eq!(d.acl_lines[0].password(), Some("any"));
+        let d = parse_document("`ACL SETUSER off +info`\n");
+        assert_eq!(d.acl_lines[0].password(), None);
     }
 
     #[test]

@@ -22,9 +22,10 @@ fn malformed_calls_are_refused_and_change_nothing() {
     let server = Server::start(&["step", "6", "offset", "2"]);
     let mut conn = server.conn();
     let sf: i64 = cmd("SNOWFLAKE.NEXT").arg("sf").query(&mut conn).unwrap();
-    let setup: [(&str, &str); 5] = [
+    let setup: [(&str, &str); 6] = [
         ("seg", "10"),
         ("big", "9223372036854775800"),
+        ("near_end", "9223372036854775798"),
         ("text", "hello"),
         ("neg", "-5"),
         ("float", "3.5"),
@@ -91,7 +92,13 @@ fn malformed_calls_are_refused_and_change_nothing() {
         ),
         case(
             "SEGMENT.NEXT big COUNT 10",
-            "OVERFLOW: the counter holds 9223372036854775800; 10 more values would pass",
+            "OVERFLOW: the counter holds 9223372036854775800; only 1 value of this instance's class left up to 9223372036854775807, the largest value, and COUNT asked for 10 (and this first call",
+        ),
+        // One value of the class (…802) is left, but the first call after a start skips
+        // the segment fence first: the message blames the fence, not COUNT.
+        case(
+            "SEGMENT.NEXT near_end",
+            "OVERFLOW: the counter holds 9223372036854775798; the first call for a key after a start skips idgen.segment-fence (1000000000) values",
         ),
         case(
             "SEGMENT.NEXT seg COUNT 0",

@@ -1,6 +1,9 @@
 //! docker-compose.yml cannot be started here (no Docker engine), so it is validated:
 //! `docker-compose config` accepts it, its six nodes have distinct offsets 0..5 and one
-//! shared step, and it matches the native scripts/cluster.sh (step, offsets, fence).
+//! shared step, and it matches the native scripts/cluster.sh (step, offsets, fence); and it
+//! is one a user can trust: no obsolete `version` key, every node with a health check that
+//! asks the module, the cluster formed only once all are healthy, no node running as root,
+//! and the images it builds from pinned to a release.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -84,4 +87,92 @@ fn the_compose_file_is_valid_and_matches_the_native_cluster() {
         !script.contains("segment-fence"),
         "the script keeps the default fence"
     );
+}
+
+#[test]
+fn the_compose_file_is_current_pinned_checked_and_not_root() {
+    let compose = std::fs::read_to_string(root().join("docker-compose.yml")).unwrap();
+    assert!(
+        !compose.lines().any(|line| line.starts_with("version:")),
+        "the `version` key is obsolete in the Compose Specification"
+    );
+    let output = Command::new("docker-compose")
+        .arg("-f")
+        .arg(root().join("docker-compose.yml"))
+        .arg("config")
+        .output()
+        .expect("docker-compose is installed by scripts/deps.sh");
+    assert!(output.status.success());
+    let config = String::from_utf8(output.stdout).unwrap();
+    // Each service's block in the normalized output: `  name:` then its indented lines.
+    let mut services: Vec<(String, String)> = Vec::new();
+    let mut in_services = false;
+    for line in config.lines() {
+        if line == "services:" {
+            in_services = true;
+            continue;
+        }
+        if in_services && !line.starts_with(' ') {
+            in_services = false;
+        }
+        if !in_services {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix("  ").and_then(|l| l.strip_suffix(':')) {
+            if !name.starts_with(' ') {
+                services.push((name.to_string(), String::new()));
+                continue;
+            }
+        }
+        if let Some((_, body)) = services.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    let nodes: Vec<&(String, String)> = services
+        .iter()
+        .filter(|(n, _)| n.starts_with("node"))
+        .collect();
+    assert_eq!(nodes.len(), 6, "{services:?}");
+    for (name, body) in &services {
+        assert!(body.contains("user: redis"), "{name} must not run as root");
+    }
+    for (name, body) in &nodes {
+        assert!(
+            body.contains("healthcheck:") && body.contains("IDGEN.IDENTITY"),
+            "{name} has a health check that asks the module"
+        );
+    }
+    let init = &services
+        .iter()
+        .find(|(n, _)| n == "cluster-init")
+        .unwrap()
+        .1;
+    assert_eq!(
+        init.matches("condition: service_healthy").count(),
+        6,
+        "the cluster is formed once every node is healthy"
+    );
+
+    // The images are pinned: no `latest`, no bare major versions.
+    let dockerfile = std::fs::read_to_string(root().join("docker/Dockerfile")).unwrap();
+    let from: Vec<&str> = dockerfile
+        .lines()
+        .filter_map(|l| l.strip_prefix("FROM "))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(from.len(), 2, "{from:?}");
+    for image in &from {
+        let tag = image.split_once(':').map(|(_, t)| t).unwrap_or("latest");
+        let version = tag.split('-').next().unwrap();
+        assert!(
+            version.split('.').count() >= 2 && version.split('.').all(|p| p.parse::<u32>().is_ok()),
+            "{image} is not pinned to a release"
+        );
+    }
+    assert!(
+        from.iter().any(|image| image.starts_with("redis:8.")),
+        "the runtime is a current Redis: {from:?}"
+    );
+    assert!(dockerfile.lines().any(|l| l.trim() == "USER redis"));
 }

@@ -10,7 +10,8 @@
 //!   an integer and a string of the same form where it shows a string (the `FORMAT`'s
 //!   alphabet, and its width for base32/base62); each ID decoded by the server has the
 //!   documented ID's shard, and the documented ID decodes (with the server's layout) to the
-//!   same offset as the issued one — so a reply shown from another step or offset fails.
+//!   same offset as the issued one — so a reply shown from another step or offset fails —
+//!   and the IDs the server issues for a key strictly increase through a document's session.
 //!
 //! Everything else a document shows (decoded fields, ranges, segment values, identities,
 //! errors) is deterministic on a fresh server and compared exactly.
@@ -24,6 +25,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use idgen_client::{Client, SegmentOptions, Topology};
+use idgen_core::IdFormat;
 use idgen_tests::transcripts::{documented_files, read_document, Document, Step};
 use idgen_tests::{module_path, Server, ServerOptions};
 
@@ -227,14 +229,34 @@ fn compare_snowflake_reply(
     Ok(())
 }
 
+/// The IDs in a `SNOWFLAKE.NEXT` reply as numbers (strings read in the call's `FORMAT`).
+fn issued_ids(command: &str, reply: &[String]) -> Vec<u64> {
+    let format = match format_of(command).as_deref() {
+        Some("base32") => IdFormat::Base32,
+        Some("base62") => IdFormat::Base62,
+        _ => IdFormat::Decimal,
+    };
+    reply
+        .iter()
+        .filter_map(|line| id_in_line(line))
+        .filter_map(|(_, id)| match id {
+            Ok(number) => u64::try_from(number).ok(),
+            Err(text) => format.decode(&text).ok(),
+        })
+        .collect()
+}
+
 /// Replays every session of one document; returns (commands run, failures).
 fn replay(document: &Document) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     let mut commands = 0;
     let mut server: Option<Server> = None;
+    // The last ID issued per key on the current server.
+    let mut last_ids: HashMap<String, u64> = HashMap::new();
     for session in &document.sessions {
         if let Some(args) = &session.fresh_server {
             drop(server.take());
+            last_ids.clear();
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             match Server::start_with(ServerOptions::module(&args)) {
                 Ok(started) => server = Some(started),
@@ -264,7 +286,23 @@ fn replay(document: &Document) -> (usize, Vec<String>) {
                 .unwrap_or("")
                 .to_ascii_uppercase();
             let outcome = if verb == "SNOWFLAKE.NEXT" {
-                compare_snowflake_reply(&mut conn, step, &actual)
+                compare_snowflake_reply(&mut conn, step, &actual).and_then(|()| {
+                    let key = step
+                        .command
+                        .split_whitespace()
+                        .nth(1)
+                        .unwrap_or("")
+                        .to_string();
+                    for id in issued_ids(&step.command, &actual) {
+                        if let Some(&last) = last_ids.get(&key) {
+                            if id <= last {
+                                return Err(format!("ID {id} for {key} is not above {last}"));
+                            }
+                        }
+                        last_ids.insert(key.clone(), id);
+                    }
+                    Ok(())
+                })
             } else if actual == step.reply {
                 Ok(())
             } else {
@@ -563,6 +601,61 @@ async fn every_transcript_acl_line_and_readme_shell_line_works_as_documented() {
     );
 }
 
+/// The rows of the table after `<!-- layouts: … -->` in docs/commands.md: cells without
+/// backticks and thousands separators.
+fn layout_rows() -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(root().join("docs/commands.md")).unwrap();
+    let start = text
+        .find("<!-- layouts:")
+        .expect("docs/commands.md has its layout table (<!-- layouts: … -->)");
+    text[start..]
+        .lines()
+        .skip(3) // the comment, the header, the separator
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            line.trim_matches('|')
+                .split('|')
+                .map(|cell| cell.trim().trim_matches('`').replace(',', ""))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn the_layout_table_says_what_the_module_reports() {
+    let rows = layout_rows();
+    assert!(rows.len() >= 5, "{rows:?}");
+    let mut failures = Vec::new();
+    for row in &rows {
+        let args: Vec<&str> = if row[1] == "(none)" {
+            Vec::new()
+        } else {
+            row[1].split_whitespace().collect()
+        };
+        for (step, column) in [("1", 2), ("8", 3)] {
+            let mut all = vec!["step", step, "offset", "0"];
+            all.extend(&args);
+            let server = Server::start(&all);
+            let info = |field: &str| server.info_value("idgen", field).unwrap();
+            let per_unit: u64 = info("idgen_snowflake_ids_per_unit").parse().unwrap();
+            let unit_ms: u64 = info("idgen_time_unit_ms").parse().unwrap();
+            let per_second = (per_unit * 1000 / unit_ms).to_string();
+            let shards = (1u64 << info("idgen_shard_bits").parse::<u32>().unwrap()).to_string();
+            let runs_out = info("idgen_layout_runs_out");
+            let seen = [(column, per_second), (4, shards), (5, runs_out)];
+            for (cell, value) in seen {
+                if row[cell] != value {
+                    failures.push(format!(
+                        "{} at step {step}: the table says {}, the module {value}",
+                        row[0], row[cell]
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn a_changed_reply_is_caught() {
     // The comparison itself must be able to fail: an exact reply that differs, and a
@@ -584,6 +677,14 @@ fn a_changed_reply_is_caught() {
         ..step
     };
     assert_eq!(compare_snowflake_reply(&mut conn, &right, &actual), Ok(()));
+
+    assert_eq!(
+        issued_ids(
+            "SNOWFLAKE.NEXT k FORMAT base62",
+            &["1) \"0SJ1IWe1bGk\"".to_string()]
+        ),
+        vec![IdFormat::Base62.decode("0SJ1IWe1bGk").unwrap()]
+    );
 
     let string = Step {
         line: 1,
