@@ -132,8 +132,9 @@ impl<'a> NextValue<'a> {
 ///
 /// Callers wait on the server only when both the current and the prefetched range are used
 /// up (at first use, or when demand outruns what the measurements predicted); such a wait
-/// lasts at most one fetch — bounded by the client's `response_timeout` — and ends with that
-/// fetch's error if it fails ([`crate::Error::is_retryable`] tells whether to try again).
+/// lasts at most one fetch — bounded by the client's `connect_timeout` (when a new
+/// connection is needed) plus `response_timeout` — and ends with that fetch's error if it
+/// fails ([`crate::Error::is_retryable`] tells whether to try again).
 #[derive(Clone)]
 pub struct SegmentBuffer {
     shared: Arc<Shared>,

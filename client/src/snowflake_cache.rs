@@ -83,7 +83,8 @@ struct Shared {
 ///   up to `max_age`.
 /// - **Waiting**: a caller waits on the server only when the cache is empty (at first use,
 ///   or when demand jumps); the wait lasts at most one fetch — bounded by the client's
-///   `response_timeout` — and ends with that fetch's error if it fails.
+///   `connect_timeout` (when a new connection is needed) plus `response_timeout` — and
+///   ends with that fetch's error if it fails.
 #[derive(Clone)]
 pub struct SnowflakeCache {
     shared: Arc<Shared>,
