@@ -7,7 +7,7 @@
 //!
 //! Callers that find the buffer empty wait for the flight under way (or start one) and, if
 //! it fails, get its error rather than starting another: a caller waits at most one fetch,
-//! whose length the client's `response_timeout` bounds.
+//! whose length the client's `connect_timeout` and `response_timeout` bound.
 
 use std::sync::Mutex;
 

@@ -73,6 +73,7 @@ mod sentinel;
 mod settings;
 mod snowflake_cache;
 mod source;
+mod wait_stats;
 
 pub use client::Client;
 pub use commands::IdgenAsyncCommands;
@@ -84,6 +85,7 @@ pub use metrics::MetricsSnapshot;
 pub use segment::{NextValue, SegmentBuffer};
 pub use settings::{SegmentOptions, SentinelTopology, Settings, SnowflakeCacheOptions, Topology};
 pub use snowflake_cache::SnowflakeCache;
+pub use wait_stats::WaitStats;
 
 /// The redis-rs crate this client is built on (1.x), so that applications can name its
 /// types ([`redis::ConnectionInfo`], the error inside [`Error::Transport`]) without a

@@ -28,6 +28,7 @@ use crate::metrics::Metrics;
 use crate::range_slots::{Epoch, RangeSlots, RangeSpec, Taken};
 use crate::settings::SegmentOptions;
 use crate::source::IdSource;
+use crate::wait_stats::{WaitCounter, WaitStats, WaitTimer};
 
 /// What the slow path knows: the prefetched range and the measurements that size the next.
 struct Reserve {
@@ -51,6 +52,7 @@ struct Shared {
     /// Everything else, behind a lock the fast path never takes. Installs happen under it.
     reserve: Mutex<Reserve>,
     flight: FetchFlight,
+    waits: WaitCounter,
 }
 
 /// The future of [`SegmentBuffer::next`].
@@ -132,8 +134,9 @@ impl<'a> NextValue<'a> {
 ///
 /// Callers wait on the server only when both the current and the prefetched range are used
 /// up (at first use, or when demand outruns what the measurements predicted); such a wait
-/// lasts at most one fetch — bounded by the client's `response_timeout` — and ends with that
-/// fetch's error if it fails ([`crate::Error::is_retryable`] tells whether to try again).
+/// lasts at most one fetch — bounded by the client's `connect_timeout` (when a new
+/// connection is needed) plus `response_timeout` — and ends with that fetch's error if it
+/// fails ([`crate::Error::is_retryable`] tells whether to try again).
 #[derive(Clone)]
 pub struct SegmentBuffer {
     shared: Arc<Shared>,
@@ -171,6 +174,7 @@ impl SegmentBuffer {
                     size,
                 }),
                 flight: FetchFlight::default(),
+                waits: WaitCounter::default(),
             }),
         }
     }
@@ -252,12 +256,19 @@ impl SegmentBuffer {
         self.shared.lock().size
     }
 
+    /// How many calls waited for a range from the server, and the longest wait since the
+    /// last read.
+    pub fn wait_stats(&self) -> WaitStats {
+        self.shared.waits.read()
+    }
+
     /// Replaces the used-up range of epoch `exhausted`: with the prefetched one if it is
     /// there, else after the fetch under way (or one started now) lands. Returns that
     /// fetch's error if it failed.
     async fn switch_from(&self, exhausted: Epoch) -> Result<()> {
         let shared = &self.shared;
         let mut waited_for = None;
+        let mut timer = WaitTimer::new(&shared.waits);
         loop {
             let landed = shared.flight.landed();
             tokio::pin!(landed);
@@ -278,6 +289,7 @@ impl SegmentBuffer {
                 return Err(error);
             }
             waited_for = Some(Shared::launch(shared));
+            timer.waiting();
             landed.await;
         }
     }

@@ -26,6 +26,7 @@ use crate::id::Id;
 use crate::metrics::Metrics;
 use crate::settings::SnowflakeCacheOptions;
 use crate::source::IdSource;
+use crate::wait_stats::{WaitCounter, WaitStats, WaitTimer};
 
 /// The first batch, before a rate is measured.
 const FIRST_BATCH: u32 = 16;
@@ -66,6 +67,7 @@ struct Shared {
     flight: FetchFlight,
     /// IDs thrown away: older than `max_age`, or out of order.
     discarded: AtomicU64,
+    waits: WaitCounter,
 }
 
 /// Prefetched snowflake IDs for one key. Cheap to clone; clones share the cache.
@@ -83,7 +85,8 @@ struct Shared {
 ///   up to `max_age`.
 /// - **Waiting**: a caller waits on the server only when the cache is empty (at first use,
 ///   or when demand jumps); the wait lasts at most one fetch — bounded by the client's
-///   `response_timeout` — and ends with that fetch's error if it fails.
+///   `connect_timeout` (when a new connection is needed) plus `response_timeout` — and
+///   ends with that fetch's error if it fails.
 #[derive(Clone)]
 pub struct SnowflakeCache {
     shared: Arc<Shared>,
@@ -123,6 +126,7 @@ impl SnowflakeCache {
                 }),
                 flight: FetchFlight::default(),
                 discarded: AtomicU64::new(0),
+                waits: WaitCounter::default(),
             }),
         }
     }
@@ -134,6 +138,7 @@ impl SnowflakeCache {
         tokio::task::consume_budget().await;
         let shared = &self.shared;
         let mut waited_for: Option<Flight> = None;
+        let mut timer = WaitTimer::new(&shared.waits);
         loop {
             let landed = shared.flight.landed();
             tokio::pin!(landed);
@@ -150,6 +155,7 @@ impl SnowflakeCache {
                 return Err(error);
             }
             waited_for = Some(Shared::launch(shared));
+            timer.waiting();
             landed.await;
         }
     }
@@ -165,6 +171,12 @@ impl SnowflakeCache {
         let mut store = self.shared.lock();
         self.shared.drop_stale(&mut store);
         store.cached
+    }
+
+    /// How many calls waited for a batch from the server, and the longest wait since the
+    /// last read.
+    pub fn wait_stats(&self) -> WaitStats {
+        self.shared.waits.read()
     }
 
     /// How many fetched IDs were thrown away rather than handed out: older than `max_age`,

@@ -141,6 +141,17 @@ async fn callers_that_find_both_ranges_used_up_share_one_fetch_and_its_error() {
         assert!(error.is_retryable(), "{error}");
     }
     assert_eq!(sizes(&source).len(), 1, "one fetch for eight callers");
+    let stats = buffer.wait_stats();
+    assert_eq!(
+        (stats.waits, stats.longest),
+        (8, Duration::from_millis(20)),
+        "each waited one round trip"
+    );
+    assert_eq!(
+        buffer.wait_stats().longest,
+        Duration::ZERO,
+        "read: starts over"
+    );
     // The failed fetch's values (1 to 100) are skipped, never handed out.
     assert_eq!(
         buffer.next().await.unwrap(),

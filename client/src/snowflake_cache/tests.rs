@@ -181,5 +181,6 @@ async fn callers_waiting_on_a_failed_fetch_get_its_retryable_error_then_the_next
     assert!(a.unwrap_err().is_retryable());
     assert!(b.unwrap_err().is_retryable());
     assert_eq!(batches(&source).len(), 1, "one fetch for both");
+    assert_eq!(cache.wait_stats().waits, 2);
     assert!(cache.next().await.is_ok());
 }
