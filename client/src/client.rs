@@ -11,8 +11,9 @@ use crate::id::Id;
 use crate::issuer::Issuer;
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::segment::SegmentBuffer;
-use crate::settings::{SegmentOptions, Settings, SnowflakeCacheOptions, Topology};
+use crate::settings::{SegmentOptions, Settings, SnowflakeCacheOptions};
 use crate::snowflake_cache::SnowflakeCache;
+use crate::topology::Topology;
 
 /// A pooled, failover-aware client for redis-idgen. Cheap to clone; clones share pools,
 /// metrics and the deployment.
@@ -94,7 +95,7 @@ impl Client {
     /// ```
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn next_snowflake(&self, key: &str) -> Result<i64> {
-        self.inner.issuer.one("SNOWFLAKE.NEXT", key).await
+        self.inner.issuer.snowflake(key).await
     }
 
     /// [`Client::next_snowflake`] as an [`Id`], to write in any of its forms: decimal
@@ -140,7 +141,7 @@ impl Client {
     /// The next segment value for `key` (`SEGMENT.NEXT key`).
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn next_segment_value(&self, key: &str) -> Result<i64> {
-        self.inner.issuer.one("SEGMENT.NEXT", key).await
+        self.inner.issuer.segment_value(key).await
     }
 
     /// Takes a range of `count` segment values for `key` without handing any out

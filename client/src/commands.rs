@@ -25,14 +25,39 @@ use idgen_core::IdFormat;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, RedisFuture, ToRedisArgs};
 
+/// The module's command names and argument words: the one place the client spells them.
+/// Every command it sends — from [`crate::Client`], the local buffers, the identity check and
+/// [`IdgenAsyncCommands`] — is built from these by [`build`].
+pub(crate) mod names {
+    /// One snowflake ID, or a batch with `COUNT`.
+    pub(crate) const SNOWFLAKE_NEXT: &str = "SNOWFLAKE.NEXT";
+    /// One segment value, or a range with `COUNT`.
+    pub(crate) const SEGMENT_NEXT: &str = "SEGMENT.NEXT";
+    /// An ID's parts.
+    pub(crate) const SNOWFLAKE_DECODE: &str = "SNOWFLAKE.DECODE";
+    /// The lowest and highest ID of a time window.
+    pub(crate) const SNOWFLAKE_RANGE: &str = "SNOWFLAKE.RANGE";
+    /// The ID with given fields.
+    pub(crate) const SNOWFLAKE_COMPOSE: &str = "SNOWFLAKE.COMPOSE";
+    /// A node's step, offset, layout and module version.
+    pub(crate) const IDGEN_IDENTITY: &str = "IDGEN.IDENTITY";
+    /// How many IDs or values (`SNOWFLAKE.NEXT`, `SEGMENT.NEXT`).
+    pub(crate) const COUNT: &str = "COUNT";
+    /// The shard field (`SNOWFLAKE.NEXT`).
+    pub(crate) const SHARD: &str = "SHARD";
+    /// The reply's text form (`SNOWFLAKE.NEXT`).
+    pub(crate) const FORMAT: &str = "FORMAT";
+}
+
 /// `Cmd` builders for the module's commands, for pipelines and cluster pipelines:
 /// `redis::pipe().add_command(idgen_client::commands::build::snowflake_next("orders"))`.
 pub mod build {
+    use super::names::*;
     use super::*;
 
     /// `SNOWFLAKE.NEXT key`
     pub fn snowflake_next<K: ToRedisArgs>(key: K) -> Cmd {
-        let mut cmd = redis::cmd("SNOWFLAKE.NEXT");
+        let mut cmd = redis::cmd(SNOWFLAKE_NEXT);
         cmd.arg(key);
         cmd
     }
@@ -40,27 +65,27 @@ pub mod build {
     /// `SNOWFLAKE.NEXT key COUNT count`
     pub fn snowflake_next_count<K: ToRedisArgs>(key: K, count: u32) -> Cmd {
         let mut cmd = snowflake_next(key);
-        cmd.arg("COUNT").arg(count);
+        cmd.arg(COUNT).arg(count);
         cmd
     }
 
     /// `SNOWFLAKE.NEXT key COUNT count SHARD shard`
     pub fn snowflake_next_in_shard<K: ToRedisArgs>(key: K, count: u32, shard: u64) -> Cmd {
         let mut cmd = snowflake_next_count(key, count);
-        cmd.arg("SHARD").arg(shard);
+        cmd.arg(SHARD).arg(shard);
         cmd
     }
 
     /// `SNOWFLAKE.NEXT key FORMAT format`: the ID as a string.
     pub fn snowflake_next_as<K: ToRedisArgs>(key: K, format: IdFormat) -> Cmd {
         let mut cmd = snowflake_next(key);
-        cmd.arg("FORMAT").arg(format.name());
+        cmd.arg(FORMAT).arg(format.name());
         cmd
     }
 
     /// `SEGMENT.NEXT key`
     pub fn segment_next<K: ToRedisArgs>(key: K) -> Cmd {
-        let mut cmd = redis::cmd("SEGMENT.NEXT");
+        let mut cmd = redis::cmd(SEGMENT_NEXT);
         cmd.arg(key);
         cmd
     }
@@ -68,34 +93,34 @@ pub mod build {
     /// `SEGMENT.NEXT key COUNT count`: the range `[first, last, step]`.
     pub fn segment_next_count<K: ToRedisArgs>(key: K, count: u64) -> Cmd {
         let mut cmd = segment_next(key);
-        cmd.arg("COUNT").arg(count);
+        cmd.arg(COUNT).arg(count);
         cmd
     }
 
     /// `SNOWFLAKE.DECODE id`
     pub fn snowflake_decode(id: i64) -> Cmd {
-        let mut cmd = redis::cmd("SNOWFLAKE.DECODE");
+        let mut cmd = redis::cmd(SNOWFLAKE_DECODE);
         cmd.arg(id);
         cmd
     }
 
     /// `SNOWFLAKE.RANGE from-unix-ms to-unix-ms`
     pub fn snowflake_range(from_unix_ms: u64, to_unix_ms: u64) -> Cmd {
-        let mut cmd = redis::cmd("SNOWFLAKE.RANGE");
+        let mut cmd = redis::cmd(SNOWFLAKE_RANGE);
         cmd.arg(from_unix_ms).arg(to_unix_ms);
         cmd
     }
 
     /// `SNOWFLAKE.COMPOSE unix-ms shard sequence`
     pub fn snowflake_compose(unix_ms: u64, shard: u64, sequence: u64) -> Cmd {
-        let mut cmd = redis::cmd("SNOWFLAKE.COMPOSE");
+        let mut cmd = redis::cmd(SNOWFLAKE_COMPOSE);
         cmd.arg(unix_ms).arg(shard).arg(sequence);
         cmd
     }
 
     /// `IDGEN.IDENTITY`
     pub fn idgen_identity() -> Cmd {
-        redis::cmd("IDGEN.IDENTITY")
+        redis::cmd(IDGEN_IDENTITY)
     }
 }
 

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Backend, Cluster};
-use crate::cluster_discovery;
+use crate::backend::Backend;
+use crate::cluster::{self, Cluster};
 use crate::deployment::{check, Deployment};
 use crate::error::{Error, Result};
 use crate::identity;
@@ -13,7 +13,8 @@ use crate::identity_guard::IdentityGuard;
 use crate::node::Node;
 use crate::node_set::NodeSet;
 use crate::sentinel::SentinelMaster;
-use crate::settings::{Settings, Topology};
+use crate::settings::Settings;
+use crate::topology::Topology;
 
 /// The backend for `topology`, and the deployment its nodes form (see
 /// [`crate::Client::connect_with`]).
@@ -50,7 +51,7 @@ pub(crate) async fn connect(
                     "Topology::Cluster needs at least one seed".into(),
                 ));
             }
-            let members = cluster_discovery::members(seeds, &settings).await?;
+            let members = cluster::members(seeds, &settings).await?;
             (
                 Backend::Cluster(Cluster::new(seeds, &settings, guard.clone())?),
                 members,
@@ -73,7 +74,8 @@ pub(crate) async fn connect(
     let mut identities = Vec::new();
     let mut unreachable = Vec::new();
     for member in &members {
-        match identity::read(member, &settings).await {
+        // The guard admits every node until the deployment is set below: here it only reads.
+        match identity::admit_at(member, &settings, &guard).await {
             Ok(identity) => identities.push(identity),
             Err(Error::Transport(error)) => {
                 let address = member.addr().to_string();

@@ -1,4 +1,6 @@
-//! Pooled connections (bb8) to single nodes and to a cluster.
+//! How the client connects: pooled connections (bb8) to single nodes and to a cluster, and
+//! the short-lived connections (outside the pools) that the checks at connect use — all with
+//! the settings' timeouts.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -6,13 +8,32 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use redis::aio::MultiplexedConnection;
-use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, ConnectionInfo};
 
 use crate::identity;
 use crate::identity_guard::IdentityGuard;
-use crate::node_link::connection_config;
+use crate::lock::lock;
 use crate::settings::Settings;
+
+/// The timeouts of the settings, for every connection the client opens to a node.
+pub(crate) fn connection_config(settings: &Settings) -> AsyncConnectionConfig {
+    AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(settings.connect_timeout))
+        .set_response_timeout(Some(settings.response_timeout))
+}
+
+/// A short-lived connection (outside the pools) with the configured timeouts, for the
+/// checks made at connect.
+pub(crate) async fn short_connection(
+    node: &ConnectionInfo,
+    settings: &Settings,
+) -> crate::Result<(redis::Client, MultiplexedConnection)> {
+    let client = redis::Client::open(node.clone())?;
+    let conn = client
+        .get_multiplexed_async_connection_with_config(&connection_config(settings))
+        .await?;
+    Ok((client, conn))
+}
 
 /// A pooled connection and the flags shared with every call using it: `broken` makes the
 /// pool drop it instead of handing it out again; `checked` says its node passed the
@@ -116,7 +137,7 @@ impl<C: Connect> Pool<C> {
     /// Why a caller that started waiting at `since` got no connection: the failure of an
     /// attempt that ended while it waited, or else the timeout itself.
     fn why_no_connection(&self, since: Instant) -> crate::Error {
-        let failure = self.last_failure.lock().unwrap_or_else(|p| p.into_inner());
+        let failure = lock(&self.last_failure);
         match &*failure {
             Some((at, error)) if *at >= since => error.clone().into(),
             _ => bb8::RunError::<redis::RedisError>::TimedOut.into(),
@@ -189,55 +210,12 @@ pub(crate) struct IdentityCheck {
 }
 
 impl IdentityCheck {
-    /// Asks the node behind `connection` for its identity and holds it to the deployment.
-    /// A refusal is a [`crate::Error::Deployment`] naming what changed; a failure to ask
-    /// (the connection dropped, the node still loading) is returned as it is.
+    /// Asks the node behind `connection` for its identity and holds it to the deployment
+    /// (see [`identity::admit`] for what each failure becomes).
     async fn verify(&self, connection: &mut MultiplexedConnection) -> crate::Result<()> {
-        let identity = identity::fetch(connection, &self.address).await?;
-        self.guard.admit(identity).map_err(|problem| {
-            tracing::error!(node = %self.address, %problem, "node refused by the identity check");
-            crate::Error::Deployment(problem)
-        })
-    }
-}
-
-/// Cluster connections, each of which routes commands by key. Opened by redis-rs's own bb8
-/// integration for its cluster client, which carries the timeouts, credentials and TLS.
-pub(crate) struct ClusterConnector {
-    client: redis::cluster::ClusterClient,
-}
-
-/// Retries redis-rs may make for one cluster call; the call's overall deadline
-/// (`failover_retry_for`) ends them first in practice.
-const CLUSTER_RETRIES: u32 = 64;
-/// Bounds (ms) of redis-rs's jittered backoff between cluster retries: short enough to
-/// notice a promoted replica within a fraction of a second, long enough not to hammer a
-/// cluster that is electing.
-const CLUSTER_RETRY_WAIT_MS: (u64, u64) = (50, 1000);
-
-impl ClusterConnector {
-    pub(crate) fn new(seeds: &[ConnectionInfo], settings: &Settings) -> redis::RedisResult<Self> {
-        // redis-rs retries what a failover or resharding causes (a lost connection, MOVED,
-        // ASK, READONLY from a demoted master, CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING),
-        // refreshing its slot map as needed, within the overall timeout. By default that
-        // timeout is the per-request one, which would end the retries after one second.
-        let (min_wait, max_wait) = CLUSTER_RETRY_WAIT_MS;
-        let client = redis::cluster::ClusterClient::builder(seeds.to_vec())
-            .connection_timeout(settings.connect_timeout)
-            .response_timeout(settings.response_timeout)
-            .overall_response_timeout(Some(settings.failover_retry_for))
-            .retries(CLUSTER_RETRIES)
-            .min_retry_wait(min_wait)
-            .max_retry_wait(max_wait)
-            .build()?;
-        Ok(ClusterConnector { client })
-    }
-}
-
-impl Connect for ClusterConnector {
-    type Connection = ClusterConnection;
-    async fn open(&self) -> redis::RedisResult<ClusterConnection> {
-        <redis::cluster::ClusterClient as bb8::ManageConnection>::connect(&self.client).await
+        identity::admit(connection, &self.address, &self.guard)
+            .await
+            .map(drop)
     }
 }
 
@@ -255,8 +233,7 @@ impl<C: Connect> bb8::ManageConnection for Manager<C> {
     async fn connect(&self) -> Result<Self::Connection, Self::Error> {
         let opened = self.connector.open().await;
         if let Err(error) = &opened {
-            *self.last_failure.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some((Instant::now(), error.clone()));
+            *lock(&self.last_failure) = Some((Instant::now(), error.clone()));
         }
         opened.map(Tracked::new)
     }

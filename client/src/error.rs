@@ -64,6 +64,11 @@ pub enum Error {
     Deployment(String),
     /// A call's arguments were rejected before anything was sent.
     InvalidArgument(String),
+    /// The server's TLS certificate was not accepted: signed by a CA the client does not
+    /// trust (a private CA, a self-signed certificate), expired, or issued for another name.
+    /// The message says how to trust a private CA. Not retryable: it needs a change of
+    /// configuration; in `Nodes` mode the node is set aside and another tried.
+    Certificate(String),
 }
 
 /// Result with [`Error`].
@@ -99,15 +104,18 @@ impl From<redis::RedisError> for Error {
             redis::ErrorKind::UnexpectedReturnType | redis::ErrorKind::Parse => {
                 return Error::Protocol(error)
             }
+            redis::ErrorKind::Io if crate::tls::is_certificate_error(&error) => {
+                return Error::Certificate(crate::tls::explain_certificate_error(&error))
+            }
             _ => {}
         }
         match error.code() {
-            Some("DRIFT") => Error::Drift {
+            Some(DRIFT) => Error::Drift {
                 retry_in: retry_in(&message),
                 message,
             },
-            Some("OVERFLOW") => Error::Overflow { message },
-            Some("EXHAUSTED") => Error::Exhausted { message },
+            Some(OVERFLOW) => Error::Overflow { message },
+            Some(EXHAUSTED) => Error::Exhausted { message },
             Some(code @ ("NOPERM" | "WRONGPASS" | "NOAUTH")) => Error::Auth {
                 code: code.to_string(),
                 message,
@@ -121,7 +129,16 @@ impl From<redis::RedisError> for Error {
     }
 }
 
-/// The wait a DRIFT refusal names: "… the same request fits in 12 ms …".
+/// The error codes of the module's own refusals (`-DRIFT …`), as `idgen_core::IdError::code`
+/// gives them; every other refusal of the module is a plain `-ERR` about the arguments.
+const DRIFT: &str = "DRIFT";
+const OVERFLOW: &str = "OVERFLOW";
+const EXHAUSTED: &str = "EXHAUSTED";
+
+/// The wait a DRIFT refusal names: "… the same request fits in 12 ms …". The one value read
+/// from a refusal's text, because the reply has no other place for it (an error reply is a
+/// code and one line); every module release so far writes it so, and a test below holds
+/// this to the text the module's core writes.
 fn retry_in(message: &str) -> Option<std::time::Duration> {
     let (_, rest) = message.split_once("fits in ")?;
     let ms: u64 = rest.split(' ').next()?.parse().ok()?;
@@ -159,6 +176,7 @@ impl fmt::Display for Error {
             }
             Error::Deployment(problem) => write!(f, "misconfigured deployment: {problem}"),
             Error::InvalidArgument(problem) => write!(f, "invalid argument: {problem}"),
+            Error::Certificate(problem) => write!(f, "TLS certificate not accepted: {problem}"),
         }
     }
 }
@@ -193,6 +211,58 @@ mod tests {
             "{error:?}"
         );
         assert!(error.is_retryable());
+    }
+
+    /// Each refusal of the module, as it writes it (`-CODE text`, from `idgen_core`), is
+    /// read as the matching variant — by its code — and DRIFT's wait is found in its text.
+    #[test]
+    fn the_modules_refusals_are_known_by_their_codes() {
+        use idgen_core::IdError;
+        let wire = |refusal: &IdError| format!("-{} {refusal}\r\n", refusal.code());
+        for restart_fence in [false, true] {
+            let drift = IdError::Drift {
+                ahead_ms: 2010,
+                limit_ms: 2000,
+                retry_in_ms: 17,
+                restart_fence,
+            };
+            let error = reply_error(wire(&drift).as_bytes());
+            assert!(
+                matches!(&error, Error::Drift { retry_in: Some(wait), message }
+                    if wait.as_millis() == 17 && *message == drift.to_string()),
+                "{error:?}"
+            );
+        }
+        let bound_ahead = IdError::BoundAhead {
+            bound: 1,
+            ahead_ms: 5000,
+            limit_ms: 2000,
+        };
+        let error = reply_error(wire(&bound_ahead).as_bytes());
+        assert!(
+            matches!(&error, Error::Drift { retry_in: None, .. }),
+            "{error:?}"
+        );
+        let overflow = IdError::Overflow {
+            current: i64::MAX - 9,
+            count: 10,
+        };
+        assert!(matches!(
+            reply_error(wire(&overflow).as_bytes()),
+            Error::Overflow { .. }
+        ));
+        let exhausted = IdError::TimeExhausted {
+            expires_unix_ms: 1_800_000_000_000,
+        };
+        assert!(matches!(
+            reply_error(wire(&exhausted).as_bytes()),
+            Error::Exhausted { .. }
+        ));
+        let count = IdError::CountOutOfRange { count: 0, max: 9 };
+        assert!(matches!(
+            reply_error(wire(&count).as_bytes()),
+            Error::Server { code, .. } if code == "ERR"
+        ));
     }
 
     fn reply_error(wire: &[u8]) -> Error {

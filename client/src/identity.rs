@@ -1,33 +1,62 @@
-//! Asking a node for its identity: the one place the client does it, at connect and on
-//! every new pooled connection.
+//! Asking a node for its identity and admitting it: the one place the client does it — at
+//! connect, on every new pooled connection, for cluster members checked again, and for the
+//! master and replicas Sentinel names.
+//!
+//! One error policy for every caller: a node that could not be asked (unreachable, loading,
+//! a connection lost) gives that error as it is, which callers treat as "not checked now";
+//! a node without the module, or a user who may not ask, is a [`Error::Deployment`] saying
+//! what to fix; a node whose identity does not fit the deployment is a
+//! [`Error::Deployment`] naming the clash, logged at error level here.
 
 use std::collections::HashMap;
 
 use redis::ConnectionInfo;
 
+use crate::commands::{build, names::IDGEN_IDENTITY};
+use crate::connection::short_connection;
 use crate::deployment::NodeIdentity;
 use crate::error::{Error, Result};
-use crate::node_link::short_connection;
+use crate::identity_guard::IdentityGuard;
 use crate::settings::Settings;
 
-/// The module command that answers a node's identity; keyless and read-only, so an
-/// application's ACL user needs no `CONFIG` (an @admin command) to run the check.
-pub(crate) const IDENTITY_COMMAND: &str = "IDGEN.IDENTITY";
+/// Reads the identity of the node behind `connection` (whose address is `address`) and holds
+/// it to the deployment `guard` knows; the identity, if admitted. Before the deployment is
+/// checked at connect the guard admits every node (the check at connect decides).
+pub(crate) async fn admit<C: redis::aio::ConnectionLike>(
+    connection: &mut C,
+    address: &str,
+    guard: &IdentityGuard,
+) -> Result<NodeIdentity> {
+    let identity = fetch(connection, address).await?;
+    match guard.admit(identity.clone()) {
+        Ok(()) => Ok(identity),
+        Err(problem) => {
+            tracing::error!(node = %address, %problem, "node refused by the identity check");
+            Err(Error::Deployment(problem))
+        }
+    }
+}
 
-/// Reads one node's identity over a short-lived connection (at connect, and for replicas
-/// Sentinel names later).
-pub(crate) async fn read(node: &ConnectionInfo, settings: &Settings) -> Result<NodeIdentity> {
-    let (_, mut conn) = short_connection(node, settings).await?;
-    fetch(&mut conn, &node.addr().to_string()).await
+/// [`admit`] over a short-lived connection to `node`.
+pub(crate) async fn admit_at(
+    node: &ConnectionInfo,
+    settings: &Settings,
+    guard: &IdentityGuard,
+) -> Result<NodeIdentity> {
+    let address = node.addr().to_string();
+    let (_, mut conn) = short_connection(node, settings)
+        .await
+        .map_err(|error| crate::tls::name_the_node(error, &address))?;
+    admit(&mut conn, &address, guard).await
 }
 
 /// Reads the identity of the node behind `connection`, whose address is `address`.
-pub(crate) async fn fetch<C: redis::aio::ConnectionLike>(
+async fn fetch<C: redis::aio::ConnectionLike>(
     connection: &mut C,
     address: &str,
 ) -> Result<NodeIdentity> {
     let reply: redis::RedisResult<HashMap<String, String>> =
-        redis::cmd(IDENTITY_COMMAND).query_async(connection).await;
+        build::idgen_identity().query_async(connection).await;
     match reply {
         Ok(fields) => NodeIdentity::from_fields(address, &fields),
         Err(error) => Err(explain(address, error)),
@@ -39,13 +68,15 @@ pub(crate) async fn fetch<C: redis::aio::ConnectionLike>(
 fn explain(address: &str, error: redis::RedisError) -> Error {
     let detail = error.detail().unwrap_or_default().to_lowercase();
     match error.code() {
+        // The server's own text for a command it does not know.
         Some("ERR") if detail.contains("unknown command") => Error::Deployment(format!(
             "{address} does not have the idgen module loaded (or one older than 0.1.0, \
-             without {IDENTITY_COMMAND})"
+             without {IDGEN_IDENTITY})"
         )),
         Some("NOPERM") => Error::Deployment(format!(
-            "the ACL user may not run {IDENTITY_COMMAND} on {address}: grant it \
-             (+idgen.identity, or +@read on Redis 7.2+ and Valkey) along with the ID commands"
+            "the ACL user may not run {IDGEN_IDENTITY} on {address}: grant it \
+             (+{}, or +@read on Redis 7.2+ and Valkey) along with the ID commands",
+            IDGEN_IDENTITY.to_lowercase()
         )),
         _ => error.into(),
     }
@@ -65,6 +96,17 @@ mod tests {
         let text = explain("x:9", unknown).to_string();
         assert!(
             text.contains("x:9 does not have the idgen module loaded"),
+            "{text}"
+        );
+        let noperm = redis::parse_redis_value(
+            b"-NOPERM User app has no permissions to run the 'idgen.identity' command\r\n",
+        )
+        .unwrap()
+        .extract_error()
+        .unwrap_err();
+        let text = explain("x:9", noperm).to_string();
+        assert!(
+            text.contains("may not run IDGEN.IDENTITY on x:9: grant it (+idgen.identity,"),
             "{text}"
         );
     }

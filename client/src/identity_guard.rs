@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::deployment::{fits, Deployment, NodeIdentity};
+use crate::lock::lock;
 
 /// The identities the client trusts, by address, shared by the pools of every node.
 #[derive(Debug, Default)]
@@ -24,7 +25,7 @@ pub(crate) struct IdentityGuard {
 impl IdentityGuard {
     /// Trusts the nodes checked at connect.
     pub(crate) fn set(&self, deployment: &Deployment) {
-        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        let mut known = lock(&self.known);
         for node in &deployment.nodes {
             known.insert(node.address.clone(), node.clone());
         }
@@ -32,7 +33,7 @@ impl IdentityGuard {
 
     /// Whether a node that reports `identity` may be used; the error says why not.
     pub(crate) fn admit(&self, identity: NodeIdentity) -> Result<(), String> {
-        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        let mut known = lock(&self.known);
         if known.is_empty() {
             return Ok(()); // still connecting: the check at connect decides
         }

@@ -1,9 +1,13 @@
 //! The round trips that issue IDs: one command on the backend, its reply, its counters.
 //! The client's API and the local buffers (through [`IdSource`]) both go through here.
+//!
+//! Commands are built by [`crate::commands::build`], and a COUNT outside what the server
+//! accepts is refused here, before anything is sent.
 
-use idgen_core::SegmentRange;
+use idgen_core::{SegmentRange, MAX_SEGMENT_COUNT, MAX_SNOWFLAKE_COUNT};
 
 use crate::backend::Backend;
+use crate::commands::build;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::source::{IdSource, Pending};
@@ -26,11 +30,21 @@ impl Issuer {
         self.backend.run(cmd, &self.metrics).await
     }
 
-    /// Runs `command key` for one ID and counts it as served.
-    pub(crate) async fn one(&self, command: &str, key: &str) -> Result<i64> {
-        let id = self.run(redis::cmd(command).arg(key)).await?;
+    /// Runs `cmd`, which issues one ID, and counts it as served.
+    async fn one(&self, cmd: redis::Cmd) -> Result<i64> {
+        let id = self.run(&cmd).await?;
         Metrics::add(&self.metrics.ids_served, 1);
         Ok(id)
+    }
+
+    /// `SNOWFLAKE.NEXT key`: one ID, counted as served.
+    pub(crate) async fn snowflake(&self, key: &str) -> Result<i64> {
+        self.one(build::snowflake_next(key)).await
+    }
+
+    /// `SEGMENT.NEXT key`: one value, counted as served.
+    pub(crate) async fn segment_value(&self, key: &str) -> Result<i64> {
+        self.one(build::segment_next(key)).await
     }
 
     /// `SNOWFLAKE.NEXT key COUNT count [SHARD shard]`: a batch, not yet counted as served
@@ -41,25 +55,19 @@ impl Issuer {
         count: u32,
         shard: Option<u32>,
     ) -> Result<Vec<i64>> {
-        if count == 0 {
-            return Err(Error::InvalidArgument("count must be at least 1".into()));
-        }
-        let mut cmd = redis::cmd("SNOWFLAKE.NEXT");
-        cmd.arg(key).arg("COUNT").arg(count);
-        if let Some(shard) = shard {
-            cmd.arg("SHARD").arg(shard);
-        }
+        check_count(u64::from(count), MAX_SNOWFLAKE_COUNT, "snowflake IDs")?;
+        let cmd = match shard {
+            Some(shard) => build::snowflake_next_in_shard(key, count, u64::from(shard)),
+            None => build::snowflake_next_count(key, count),
+        };
         self.run(&cmd).await
     }
 
     /// `SEGMENT.NEXT key COUNT count`: a range, none of it handed out yet.
     pub(crate) async fn segment_range(&self, key: &str, count: u64) -> Result<SegmentRange> {
-        if count == 0 {
-            return Err(Error::InvalidArgument("count must be at least 1".into()));
-        }
-        let [first, last, step]: [i64; 3] = self
-            .run(redis::cmd("SEGMENT.NEXT").arg(key).arg("COUNT").arg(count))
-            .await?;
+        check_count(count, MAX_SEGMENT_COUNT, "segment values")?;
+        let [first, last, step]: [i64; 3] =
+            self.run(&build::segment_next_count(key, count)).await?;
         Metrics::add(&self.metrics.ranges_fetched, 1);
         Ok(SegmentRange {
             first,
@@ -68,6 +76,18 @@ impl Issuer {
             count,
         })
     }
+}
+
+/// Refuses a COUNT the server would refuse (`1..=max`), naming the limit, so that a call
+/// that cannot succeed costs no round trip and says so in the caller's terms.
+fn check_count(count: u64, max: u64, what: &str) -> Result<()> {
+    if count == 0 || count > max {
+        return Err(Error::InvalidArgument(format!(
+            "count {count} is out of range: one call takes 1 to {max} {what}; \
+             split a larger request into several calls"
+        )));
+    }
+    Ok(())
 }
 
 impl IdSource for Issuer {
@@ -81,5 +101,27 @@ impl IdSource for Issuer {
 
     fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_the_server_would_refuse_is_refused_with_its_limit() {
+        assert!(check_count(1, MAX_SNOWFLAKE_COUNT, "snowflake IDs").is_ok());
+        assert!(check_count(MAX_SNOWFLAKE_COUNT, MAX_SNOWFLAKE_COUNT, "snowflake IDs").is_ok());
+        let above = check_count(200_000, MAX_SNOWFLAKE_COUNT, "snowflake IDs").unwrap_err();
+        assert!(
+            matches!(&above, Error::InvalidArgument(text)
+                if text.contains("count 200000 is out of range: one call takes 1 to 100000 snowflake IDs")),
+            "{above}"
+        );
+        let zero = check_count(0, MAX_SEGMENT_COUNT, "segment values").unwrap_err();
+        assert!(
+            zero.to_string().contains("1 to 1000000000 segment values"),
+            "{zero}"
+        );
     }
 }

@@ -49,7 +49,7 @@
 mod address;
 mod backend;
 mod client;
-mod cluster_discovery;
+mod cluster;
 pub mod commands;
 mod connect;
 mod connection;
@@ -62,9 +62,9 @@ mod id;
 mod identity;
 mod identity_guard;
 mod issuer;
+mod lock;
 mod metrics;
 mod node;
-mod node_link;
 mod node_set;
 mod range_slots;
 mod retry;
@@ -73,6 +73,8 @@ mod sentinel;
 mod settings;
 mod snowflake_cache;
 mod source;
+mod tls;
+mod topology;
 mod wait_stats;
 
 pub use client::Client;
@@ -83,8 +85,9 @@ pub use id::Id;
 pub use idgen_core::{DecodedId, IdFormat, IdTextError, Layout, SegmentRange};
 pub use metrics::MetricsSnapshot;
 pub use segment::{NextValue, SegmentBuffer};
-pub use settings::{SegmentOptions, SentinelTopology, Settings, SnowflakeCacheOptions, Topology};
+pub use settings::{SegmentOptions, Settings, SnowflakeCacheOptions};
 pub use snowflake_cache::SnowflakeCache;
+pub use topology::{SentinelTopology, Topology};
 pub use wait_stats::WaitStats;
 
 /// The redis-rs crate this client is built on (1.x), so that applications can name its

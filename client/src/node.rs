@@ -10,6 +10,7 @@ use redis::{Cmd, ConnectionInfo, FromRedisValue};
 use crate::connection::{lend, IdentityCheck, NodeConnector, Pool};
 use crate::error::Result;
 use crate::identity_guard::IdentityGuard;
+use crate::lock::lock;
 use crate::settings::Settings;
 
 /// How often a node marked down is probed in the background, so that it serves again as
@@ -34,12 +35,11 @@ struct Health {
 
 impl Health {
     fn is_down(&self) -> bool {
-        let down_until = self.down_until.lock().unwrap_or_else(|p| p.into_inner());
-        down_until.is_some_and(|until| Instant::now() < until)
+        lock(&self.down_until).is_some_and(|until| Instant::now() < until)
     }
 
     fn set(&self, down_until: Option<Instant>) {
-        *self.down_until.lock().unwrap_or_else(|p| p.into_inner()) = down_until;
+        *lock(&self.down_until) = down_until;
     }
 }
 

@@ -116,11 +116,11 @@ impl<N: FailoverNode + Sync> NodeSet<N> {
 }
 
 /// Whether `error` says this node cannot serve now, though another may: it was refused by
-/// the identity check (a deployment error naming what changed), or it is still loading its
-/// data after a restart.
+/// the identity check (a deployment error naming what changed), its TLS certificate was not
+/// accepted, or it is still loading its data after a restart.
 fn node_cannot_serve(error: &Error) -> bool {
     match error {
-        Error::Deployment(_) => true,
+        Error::Deployment(_) | Error::Certificate(_) => true,
         Error::Server { code, .. } => code == "LOADING",
         _ => false,
     }

@@ -12,10 +12,12 @@ use crate::address;
 use crate::error::{Error, Result};
 use crate::identity;
 use crate::identity_guard::IdentityGuard;
+use crate::lock::lock;
 use crate::metrics::Metrics;
 use crate::node::Node;
 use crate::retry::{self, RetryPolicy};
-use crate::settings::{SentinelTopology, Settings};
+use crate::settings::Settings;
+use crate::topology::SentinelTopology;
 
 /// The data nodes of a Sentinel deployment, as the sentinels name them.
 #[derive(Debug)]
@@ -135,21 +137,18 @@ impl SentinelMaster {
     /// Uses `master` from now on (at connect, with the members just checked).
     pub(crate) fn start_with(&self, master: &ConnectionInfo) -> Result<()> {
         let node = Node::new(master, &self.settings, self.guard.clone())?;
-        *self.previous.lock().unwrap_or_else(|p| p.into_inner()) = node.address.clone();
-        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(node));
+        *lock(&self.previous) = node.address.clone();
+        *lock(&self.current) = Some(Arc::new(node));
         Ok(())
     }
 
     fn current(&self) -> Option<Arc<Node>> {
-        self.current
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        lock(&self.current).clone()
     }
 
     /// Stops using `failed`, unless another call already replaced it.
     fn forget(&self, failed: &Arc<Node>) {
-        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        let mut current = lock(&self.current);
         if current
             .as_ref()
             .is_some_and(|node| Arc::ptr_eq(node, failed))
@@ -172,24 +171,28 @@ impl SentinelMaster {
         let members = self.members_locked(&mut sentinel).await?;
         // The new master must fit the deployment before anything is sent to it; the pool
         // would refuse its connections anyway, but the caller should learn why.
-        let identity = identity::read(&members.master, &self.settings).await?;
-        self.guard.admit(identity).map_err(|problem| {
-            Error::Deployment(format!(
-                "the master Sentinel names for '{}' is not used: {problem}",
-                self.master_name
-            ))
-        })?;
+        identity::admit_at(&members.master, &self.settings, &self.guard)
+            .await
+            .map_err(|error| match error {
+                Error::Deployment(problem) => Error::Deployment(format!(
+                    "the master Sentinel names for '{}' is not used: {problem}",
+                    self.master_name
+                )),
+                other => other,
+            })?;
         for replica in &members.replicas {
-            let verdict = identity::read(replica, &self.settings)
-                .await
-                .map_err(|error| error.to_string())
-                .and_then(|identity| self.guard.admit(identity));
-            if let Err(problem) = verdict {
-                tracing::error!(
+            match identity::admit_at(replica, &self.settings, &self.guard).await {
+                Ok(_) => {}
+                Err(Error::Deployment(problem)) => tracing::error!(
                     node = %replica.addr(),
                     %problem,
                     "a replica Sentinel may promote does not fit the deployment"
-                );
+                ),
+                Err(error) => tracing::warn!(
+                    node = %replica.addr(),
+                    %error,
+                    "a replica Sentinel names could not be checked now; it is checked if promoted"
+                ),
             }
         }
         let node = Arc::new(Node::new(
@@ -197,7 +200,7 @@ impl SentinelMaster {
             &self.settings,
             self.guard.clone(),
         )?);
-        let mut previous = self.previous.lock().unwrap_or_else(|p| p.into_inner());
+        let mut previous = lock(&self.previous);
         if *previous != node.address {
             tracing::warn!(
                 master = %node.address,
@@ -209,7 +212,7 @@ impl SentinelMaster {
             previous.clone_from(&node.address);
         }
         drop(previous);
-        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        let mut current = lock(&self.current);
         let node = current.get_or_insert(node).clone();
         drop(sentinel); // held until now: callers that failed together wait for this lookup
         Ok(node)

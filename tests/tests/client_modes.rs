@@ -71,6 +71,48 @@ async fn single_node_issues_decodes_and_counts() {
         matches!(refused, Error::Server { ref code, .. } if code == "WRONGTYPE"),
         "{refused}"
     );
+    // A COUNT the server would refuse is refused by the client, naming the limit, and
+    // never sent: the server issued nothing more and saw no refused call.
+    let issued = issued_by(&server);
+    let refusals = client.metrics().refusals;
+    let calls_before = id_command_calls(&server);
+    for (too_many, limit) in [
+        (
+            client.next_snowflakes("orders", 200_000).await,
+            "1 to 100000 snowflake IDs",
+        ),
+        (
+            client.next_snowflakes("orders", 0).await,
+            "1 to 100000 snowflake IDs",
+        ),
+    ] {
+        let error = too_many.unwrap_err();
+        assert!(
+            matches!(&error, Error::InvalidArgument(text) if text.contains(limit)),
+            "{error}"
+        );
+    }
+    let error = client
+        .take_segment_range("invoice:2", 1_000_000_001)
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains(
+            "count 1000000001 is out of range: one call takes 1 to 1000000000 segment values"
+        ),
+        "{error}"
+    );
+    assert_eq!(issued_by(&server), issued);
+    assert_eq!(
+        client.metrics().refusals,
+        refusals,
+        "nothing reached the server"
+    );
+    assert_eq!(
+        id_command_calls(&server),
+        calls_before,
+        "no ID command reached the server"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -207,6 +249,21 @@ async fn a_node_that_comes_back_with_another_identity_is_not_used() {
         0,
         "c, which shares a's offset, issued nothing"
     );
+}
+
+/// The ID commands' call counts on a server, answered or refused (`INFO commandstats`).
+fn id_command_calls(server: &Server) -> Vec<String> {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.conn())
+        .unwrap();
+    stats
+        .lines()
+        .filter(|line| {
+            line.starts_with("cmdstat_snowflake.") || line.starts_with("cmdstat_segment.")
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 /// Snowflake IDs a server has issued since it started.
