@@ -529,3 +529,157 @@ fn a_node_that_is_not_redis_is_reported_as_unreachable() {
     assert_eq!(next.code, Some(2), "{next:?}");
     assert!(one_line_error(&next).contains("is this a Redis server?"));
 }
+
+#[test]
+fn a_paced_clock_warns() {
+    let node = Server::start_with(
+        ServerOptions::module(&["step", "1", "offset", "0"]).server_args(&[
+            "--appendonly",
+            "yes",
+            "--enable-protected-configs",
+            "yes",
+        ]),
+    )
+    .unwrap_or_else(|failure| panic!("{}", failure.log));
+    let mut conn = node.conn();
+    let set_offset = |conn: &mut redis::Connection, offset_ms: i64| {
+        let _: () = cmd("CONFIG")
+            .arg("SET")
+            .arg("idgen.debug-clock-offset-ms")
+            .arg(offset_ms)
+            .query(conn)
+            .unwrap();
+    };
+    // The wall clock an hour ahead for one call, then corrected: the snowflake clock stays
+    // ahead and runs paced.
+    set_offset(&mut conn, 3_600_000);
+    let _: i64 = cmd("SNOWFLAKE.NEXT")
+        .arg("orders")
+        .query(&mut conn)
+        .unwrap();
+    set_offset(&mut conn, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while node.info_value("idgen", "idgen_clock_paced").as_deref() != Some("1") {
+        let _: i64 = cmd("SNOWFLAKE.NEXT")
+            .arg("orders")
+            .query(&mut conn)
+            .unwrap();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the clock never paced"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (run, json) = check(&[node.url()], &["--spare-offsets", "0"]);
+    assert_eq!(run.code, Some(0), "warnings only: {json:#}");
+    let clock = finding(&json, "clock", Some(&address(&node)));
+    assert_eq!(level(clock), "warn");
+    assert!(message(clock).contains("paced"), "{clock}");
+}
+
+#[test]
+fn a_sentinel_deployment_is_checked_with_master_and_replica() {
+    let master = sound_node("4", "0");
+    let replica = Server::start_with(
+        ServerOptions::module(&["step", "4", "offset", "1"]).server_args(&[
+            "--appendonly",
+            "yes",
+            "--replicaof",
+            "127.0.0.1",
+            &master.port().to_string(),
+        ]),
+    )
+    .unwrap_or_else(|failure| panic!("{}", failure.log));
+    replica.wait_in_sync();
+    let sentinels = idgen_tests::Sentinels::start(1, master.port(), 1000);
+    // A sentinel learns the replicas from the master's INFO.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let replicas: Vec<redis::Value> = cmd("SENTINEL")
+            .arg("REPLICAS")
+            .arg(idgen_tests::SENTINEL_MASTER_NAME)
+            .query(&mut sentinels.conn(0))
+            .unwrap();
+        if !replicas.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sentinel never saw the replica"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let sentinel_url = sentinels.urls()[0].clone();
+    let run = run_idgen(&[
+        "check",
+        "--json",
+        "--sentinel",
+        &sentinel_url,
+        "--service",
+        idgen_tests::SENTINEL_MASTER_NAME,
+    ]);
+    let json: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|_| panic!("{run:?}"));
+    assert_eq!(run.code, Some(0), "{json:#}");
+    let reach = findings(&json, "reach");
+    assert_eq!(reach.len(), 2, "{json:#}");
+    assert!(message(finding(&json, "reach", Some(&address(&master)))).contains("master"));
+    assert!(message(finding(&json, "reach", Some(&address(&replica)))).contains("replica"));
+    let permissions = finding(&json, "permissions", Some(&address(&replica)));
+    assert!(message(permissions).contains("ROLE"), "{permissions}");
+}
+
+#[test]
+fn a_tls_node_with_an_acl_user_is_checked() {
+    if !idgen_tests::server_has_tls() {
+        eprintln!("skipped: this server binary was built without TLS");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("idgen-cli-tls-{}", std::process::id()));
+    let files = idgen_tests::TlsFiles::generate(&dir);
+    let node = Server::start_with(
+        ServerOptions::module(&["step", "2", "offset", "1"])
+            .server_args(&["--appendonly", "yes"])
+            .tls_only(files),
+    )
+    .unwrap_or_else(|failure| panic!("{}", failure.log));
+    let mut conn = node.conn();
+    let _: () = cmd("ACL")
+        .arg(&["SETUSER", "ops", "on", ">pw", "~*", "+@all"])
+        .query(&mut conn)
+        .unwrap();
+    let url = format!("rediss://ops:pw@127.0.0.1:{}/#insecure", node.port());
+    let (run, json) = check(std::slice::from_ref(&url), &[]);
+    assert_eq!(run.code, Some(0), "{json:#}");
+    assert_eq!(
+        level(finding(&json, "module", Some(&address(&node)))),
+        "pass"
+    );
+    // Without #insecure the self-signed certificate is refused: the node is unreachable.
+    let strict = format!("rediss://ops:pw@127.0.0.1:{}/", node.port());
+    let (run, _) = check(&[strict], &[]);
+    assert_eq!(run.code, Some(2));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn mixed_module_versions_warn() {
+    let Some(previous) = std::env::var_os("IDGEN_PREVIOUS_MODULE") else {
+        eprintln!(
+            "skipped: IDGEN_PREVIOUS_MODULE is not set (scripts/test.sh sets it to the previous \
+             release's module)"
+        );
+        return;
+    };
+    let current = sound_node("2", "0");
+    let old = Server::start_with(
+        ServerOptions::module(&["step", "2", "offset", "1"])
+            .server_args(&["--appendonly", "yes"])
+            .module_library(previous.into()),
+    )
+    .unwrap_or_else(|failure| panic!("{}", failure.log));
+    let (run, json) = check(&[current.url(), old.url()], &[]);
+    let versions = finding(&json, "versions", None);
+    assert_eq!(level(versions), "warn", "{json:#}");
+    assert!(message(versions).contains("rolling upgrade"));
+    assert_eq!(run.code, Some(0), "a warning alone passes: {json:#}");
+}
