@@ -56,12 +56,12 @@ pub struct NodeFacts {
 }
 
 impl NodeFacts {
-    /// `master`, `replica`, or `unknown` when INFO could not be read.
+    /// `master`, `replica`, or why the role is unknown (INFO could not be read).
     pub fn role(&self) -> &str {
         match self.info.as_ref().ok().and_then(|info| info.get("role")) {
             Some(role) if role == "master" => "master",
             Some(_) => "replica",
-            None => "unknown",
+            None => "role unknown: the user may not run INFO",
         }
     }
 
