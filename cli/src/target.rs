@@ -202,10 +202,13 @@ async fn cluster_members(
         };
         match reply.await {
             Ok(text) => {
-                return Ok(parse_cluster_nodes(&text)
+                let mut members = parse_cluster_nodes(&text);
+                // CLUSTER NODES lists members in no set order; reports read better sorted.
+                members.sort();
+                return Ok(members
                     .into_iter()
                     .map(|(host, port, down)| node(&at(seed, &host, port), down))
-                    .collect())
+                    .collect());
             }
             Err(error) => last_error = Some(error),
         }
