@@ -21,7 +21,7 @@ servers="${IDGEN_SERVERS:-$(scripts/servers.sh names 2>/dev/null | tr '\n' ' ')}
 
 scripts/deps.sh --test
 [ -n "$servers" ] || servers=$(scripts/servers.sh names | tr '\n' ' ')
-cargo build --release -p idgen-module
+cargo build --release -p idgen-module -p idgen-cli
 IDGEN_PREVIOUS_MODULE=$(scripts/previous-release.sh)
 export IDGEN_PREVIOUS_MODULE
 

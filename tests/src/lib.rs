@@ -10,6 +10,7 @@
 
 mod acl;
 mod cluster;
+mod idgen_tool;
 mod sentinel;
 mod server;
 mod tls;
@@ -19,6 +20,7 @@ mod values;
 
 pub use acl::{acl_log, create_acl_user, DOCUMENTED_ONE_NODE_GRANTS};
 pub use cluster::{Cluster, NodeInfo, NODES, PASSWORD as CLUSTER_PASSWORD};
+pub use idgen_tool::{idgen_tool_path, run_idgen, ToolRun};
 pub use sentinel::{Sentinels, MASTER_NAME as SENTINEL_MASTER_NAME};
 pub use server::{
     module_path, previous_module_path, server_has_tls, LoadFailure, Server, ServerOptions,

@@ -111,6 +111,8 @@ pub struct ServerOptions {
     /// The server program; `None` for `server_binary()` (`$REDIS_SERVER` or
     /// `redis-server`).
     pub binary: Option<PathBuf>,
+    /// Start the server without loading any module (a node someone forgot to set up).
+    pub no_module: bool,
 }
 
 impl ServerOptions {
@@ -124,6 +126,15 @@ impl ServerOptions {
             tls: None,
             data_files: None,
             binary: None,
+            no_module: false,
+        }
+    }
+
+    /// Options for a plain server that loads no module at all.
+    pub fn without_module() -> Self {
+        ServerOptions {
+            no_module: true,
+            ..ServerOptions::module(&[])
         }
     }
 
@@ -251,10 +262,14 @@ impl Server {
             .arg(&self.dir)
             .arg("--logfile")
             .arg(self.log_path())
-            .args(&self.options.server_args)
-            .arg("--loadmodule")
-            .arg(self.options.module.clone().unwrap_or_else(module_path))
-            .args(&self.options.module_args)
+            .args(&self.options.server_args);
+        if !self.options.no_module {
+            command
+                .arg("--loadmodule")
+                .arg(self.options.module.clone().unwrap_or_else(module_path))
+                .args(&self.options.module_args);
+        }
+        command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(
