@@ -12,6 +12,7 @@ mod acl;
 mod cluster;
 mod sentinel;
 mod server;
+pub mod soak;
 mod tls;
 mod traffic;
 mod values;
