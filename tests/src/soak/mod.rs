@@ -5,6 +5,7 @@
 
 pub mod checker;
 pub mod clients;
+pub mod cluster_topology;
 pub mod deployment;
 pub mod history;
 pub mod nemesis;
@@ -21,6 +22,9 @@ use std::time::{Duration, Instant};
 use deployment::{Network, Nodes};
 use history::History;
 use nemesis::{Nemesis, Topology};
+
+/// Builds the topology the clients that follow the master connect with.
+type FollowTopology = Box<dyn Fn() -> idgen_client::Result<idgen_client::Topology> + Send + Sync>;
 
 /// Which deployment to soak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,29 +88,41 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
             "nodes on 127.0.0.1 (no network namespaces: partitions skipped)"
         }
     );
-    let (nodes, topology, keys, follow_topology): (Nodes, Box<dyn Topology>, Vec<String>, _) =
-        match options.shape {
-            Shape::Sentinel => {
-                let offsets = [offsets[0], offsets[1], offsets[2]];
-                let (nodes, topology) =
-                    sentinel_topology::start(&options.network, &options.run_dir, step, offsets)?;
-                let urls = topology.sentinels.urls();
-                let follow: Box<
-                    dyn Fn() -> idgen_client::Result<idgen_client::Topology> + Send + Sync,
-                > = Box::new(move || {
-                    idgen_client::Topology::sentinel(
-                        deployment::MASTER_NAME,
-                        urls.iter().map(String::as_str),
-                    )
-                    .map(Into::into)
-                });
-                let keys = (0..4).map(|i| format!("soak:{i}")).collect();
-                (nodes, Box::new(topology) as Box<dyn Topology>, keys, follow)
-            }
-            Shape::Cluster => {
-                return Err("the Cluster topology is not built yet".into());
-            }
-        };
+    let (nodes, topology, keys, follow_topology): (
+        Nodes,
+        Box<dyn Topology>,
+        Vec<String>,
+        FollowTopology,
+    ) = match options.shape {
+        Shape::Sentinel => {
+            let offsets = [offsets[0], offsets[1], offsets[2]];
+            let (nodes, topology) =
+                sentinel_topology::start(&options.network, &options.run_dir, step, offsets)?;
+            let urls = topology.sentinels.urls();
+            let follow: FollowTopology = Box::new(move || {
+                idgen_client::Topology::sentinel(
+                    deployment::MASTER_NAME,
+                    urls.iter().map(String::as_str),
+                )
+                .map(Into::into)
+            });
+            let keys = (0..4).map(|i| format!("soak:{i}")).collect();
+            (nodes, Box::new(topology) as Box<dyn Topology>, keys, follow)
+        }
+        Shape::Cluster => {
+            let (nodes, topology) =
+                cluster_topology::start(&options.network, &options.run_dir, step, &offsets)?;
+            let urls: Vec<String> = nodes.iter().map(|n| n.lock().unwrap().url()).collect();
+            let follow: FollowTopology =
+                Box::new(move || idgen_client::Topology::cluster(urls.iter().map(String::as_str)));
+            (
+                nodes,
+                Box::new(topology) as Box<dyn Topology>,
+                cluster_topology::keys(),
+                follow,
+            )
+        }
+    };
     println!("soak: deployment up, clients starting");
     let start = Instant::now();
     let shared = clients::Shared {

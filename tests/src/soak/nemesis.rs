@@ -165,10 +165,9 @@ impl Nemesis<'_> {
                 self.note(format!("{name}: {result}"));
             }
             FaultKind::RestartReplica => {
-                let master = self.topology.master(self.nodes, fault.pick);
                 let target = (0..n)
                     .map(|i| (any + i) % n)
-                    .find(|&i| Some(i) != master && self.nodes[i].lock().unwrap().running());
+                    .find(|&i| self.nodes[i].lock().unwrap().role().as_deref() == Some("slave"));
                 let Some(r) = target else {
                     return self.note(format!("{name}: no replica found, skipped"));
                 };
