@@ -13,6 +13,7 @@ mod cluster;
 mod idgen_tool;
 mod sentinel;
 mod server;
+pub mod soak;
 mod tls;
 mod traffic;
 pub mod transcripts;

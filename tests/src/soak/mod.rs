@@ -1,0 +1,208 @@
+//! A randomized fault soak: a deployment with the module (Sentinel or Cluster), clients of
+//! the project's crate that follow the master and plain clients pinned to one node, a
+//! seeded nemesis, and a checker over everything the clients received. `scripts/soak.sh`
+//! runs it; `src/bin/soak.rs` is its command line.
+
+pub mod checker;
+pub mod clients;
+pub mod cluster_topology;
+pub mod deployment;
+pub mod history;
+pub mod nemesis;
+pub mod report;
+pub mod schedule;
+pub mod sentinel_topology;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use deployment::{Network, Nodes};
+use history::History;
+use nemesis::{Nemesis, Topology};
+
+/// Builds the topology the clients that follow the master connect with.
+type FollowTopology = Box<dyn Fn() -> idgen_client::Result<idgen_client::Topology> + Send + Sync>;
+
+/// Which deployment to soak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Three data nodes and three sentinels.
+    Sentinel,
+    /// Three masters and three replicas.
+    Cluster,
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How long the clients and the nemesis run.
+    pub seconds: u64,
+    /// The nemesis's seed.
+    pub seed: u64,
+    /// The deployment.
+    pub shape: Shape,
+    /// Every node on offset 0 (forbidden by the docs): the run must find duplicates.
+    pub control_shared_offset: bool,
+    /// Where the nodes run.
+    pub network: Network,
+    /// Where the nodes' files and, on a failure, the history go.
+    pub run_dir: PathBuf,
+}
+
+/// The figures of a finished soak.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The closing line.
+    pub summary: String,
+    /// Whether the run passed (for a control: whether it found duplicates).
+    pub passed: bool,
+}
+
+/// Runs a soak and prints what happened.
+pub fn run(options: &Options) -> Result<Outcome, String> {
+    std::fs::create_dir_all(&options.run_dir).map_err(|e| e.to_string())?;
+    let step = if options.shape == Shape::Sentinel {
+        4
+    } else {
+        8
+    };
+    let node_count = if options.shape == Shape::Sentinel {
+        3
+    } else {
+        6
+    };
+    let offsets: Vec<u64> = (0..node_count)
+        .map(|i| if options.control_shared_offset { 0 } else { i })
+        .collect();
+    println!(
+        "soak: {:?}, seed {}, {} s, step {step}, offsets {offsets:?}, {}",
+        options.shape,
+        options.seed,
+        options.seconds,
+        if options.network.namespaces {
+            "nodes in network namespaces (partitions on)"
+        } else {
+            "nodes on 127.0.0.1 (no network namespaces: partitions skipped)"
+        }
+    );
+    let (nodes, topology, keys, follow_topology): (
+        Nodes,
+        Box<dyn Topology>,
+        Vec<String>,
+        FollowTopology,
+    ) = match options.shape {
+        Shape::Sentinel => {
+            let offsets = [offsets[0], offsets[1], offsets[2]];
+            let (nodes, topology) =
+                sentinel_topology::start(&options.network, &options.run_dir, step, offsets)?;
+            let urls = topology.sentinels.urls();
+            let follow: FollowTopology = Box::new(move || {
+                idgen_client::Topology::sentinel(
+                    deployment::MASTER_NAME,
+                    urls.iter().map(String::as_str),
+                )
+                .map(Into::into)
+            });
+            let keys = (0..4).map(|i| format!("soak:{i}")).collect();
+            (nodes, Box::new(topology) as Box<dyn Topology>, keys, follow)
+        }
+        Shape::Cluster => {
+            let (nodes, topology) =
+                cluster_topology::start(&options.network, &options.run_dir, step, &offsets)?;
+            let urls: Vec<String> = nodes.iter().map(|n| n.lock().unwrap().url()).collect();
+            let follow: FollowTopology =
+                Box::new(move || idgen_client::Topology::cluster(urls.iter().map(String::as_str)));
+            (
+                nodes,
+                Box::new(topology) as Box<dyn Topology>,
+                cluster_topology::keys(),
+                follow,
+            )
+        }
+    };
+    println!("soak: deployment up, clients starting");
+    let start = Instant::now();
+    let shared = clients::Shared {
+        start,
+        stop: Arc::new(AtomicBool::new(false)),
+        keys: Arc::new(keys),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let follow_topology = Arc::new(follow_topology);
+    let mut tasks = Vec::new();
+    for i in 0..3u64 {
+        let topology = follow_topology.clone();
+        tasks.push(runtime.spawn(clients::follow(
+            format!("follow-{i}"),
+            move || topology(),
+            shared.clone(),
+            options.seed ^ ((i + 1) * 0x1000),
+        )));
+    }
+    for node in &nodes {
+        let node = node.lock().unwrap();
+        tasks.push(runtime.spawn(clients::pinned(
+            format!("pinned-{}", node.label),
+            node.label.clone(),
+            node.url(),
+            shared.clone(),
+            options.seed ^ ((node.index as u64 + 1) * 0x10_0000),
+        )));
+    }
+    let nemesis = Nemesis {
+        nodes: &nodes,
+        network: &options.network,
+        topology: topology.as_ref(),
+        start,
+        log: Mutex::new(Vec::new()),
+        applied: Mutex::new(Vec::new()),
+    };
+    let kinds = schedule::kinds(options.shape == Shape::Cluster, options.network.namespaces);
+    let plan = schedule::plan(options.seed, 100_000, &kinds);
+    let nemesis_stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| nemesis.run(&plan, &nemesis_stop));
+        std::thread::sleep(Duration::from_secs(options.seconds));
+        nemesis_stop.store(true, Ordering::Relaxed);
+    });
+    // The last step has healed: a few seconds of traffic on the whole deployment.
+    std::thread::sleep(Duration::from_secs(2));
+    shared.stop.store(true, Ordering::Relaxed);
+    let duration_ms = start.elapsed().as_millis() as u64;
+    let mut history = History::default();
+    for task in tasks {
+        history.merge(runtime.block_on(task).map_err(|e| e.to_string())?);
+    }
+    drop(runtime);
+    let checked = checker::Deployment {
+        step,
+        sequence_bits: 12,
+        offsets: nodes
+            .iter()
+            .map(|n| {
+                let n = n.lock().unwrap();
+                (n.label.clone(), n.offset)
+            })
+            .collect::<BTreeMap<_, _>>(),
+    };
+    let verdict = checker::check(&history, &checked, duration_ms);
+    let log = nemesis.log.into_inner().unwrap();
+    let applied = nemesis.applied.into_inner().unwrap();
+    drop(topology);
+    drop(nodes);
+    Ok(report::report(
+        options,
+        &history,
+        &verdict,
+        &log,
+        &applied,
+        duration_ms,
+    ))
+}

@@ -1,0 +1,267 @@
+//! Applies the plan's faults to the running deployment, heals it after each step, and logs
+//! what it did and when.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::deployment::{Network, Nodes};
+use super::schedule::{Fault, FaultKind, Step};
+
+/// What the nemesis needs to know about the topology: who is a master, how to fail over,
+/// when the deployment is whole again.
+pub trait Topology: Sync {
+    /// The index of a master (among several, chosen by `pick`), if one can be found.
+    fn master(&self, nodes: &Nodes, pick: u64) -> Option<usize>;
+    /// Asks for a failover; what happened, for the log.
+    fn failover(&self, nodes: &Nodes, pick: u64) -> String;
+    /// Moves a slot (Cluster); what happened, for the log.
+    fn move_slot(&self, _nodes: &Nodes, _pick: u64) -> String {
+        "skipped: not a cluster".into()
+    }
+    /// Whether the deployment is whole: one master per shard, answering.
+    fn healed(&self, nodes: &Nodes) -> bool;
+}
+
+/// A line of the fault log: when (ms since the start) and what.
+pub type LogLine = (u64, String);
+
+/// The nemesis.
+pub struct Nemesis<'a> {
+    /// The nodes.
+    pub nodes: &'a Nodes,
+    /// Where they run.
+    pub network: &'a Network,
+    /// The topology's own operations.
+    pub topology: &'a dyn Topology,
+    /// When the soak started.
+    pub start: Instant,
+    /// Everything done, in order.
+    pub log: Mutex<Vec<LogLine>>,
+    /// Faults applied.
+    pub applied: Mutex<Vec<FaultKind>>,
+}
+
+impl Nemesis<'_> {
+    fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    /// Logs a line (and prints it).
+    pub fn note(&self, text: String) {
+        let at = self.now_ms();
+        println!("[{:7.1} s] {text}", at as f64 / 1000.0);
+        self.log.lock().unwrap().push((at, text));
+    }
+
+    /// Runs the plan's steps until `stop` is set or the plan runs out.
+    pub fn run(&self, plan: &[Step], stop: &AtomicBool) {
+        for step in plan {
+            if sleep_unless(stop, Duration::from_millis(step.pause_ms)) {
+                return;
+            }
+            std::thread::scope(|scope| {
+                for fault in &step.faults {
+                    scope.spawn(move || self.apply(fault));
+                }
+            });
+            self.heal();
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+        }
+    }
+
+    fn apply(&self, fault: &Fault) {
+        self.applied.lock().unwrap().push(fault.kind);
+        let n = self.nodes.len();
+        let hold = Duration::from_millis(fault.hold_ms);
+        let any = (fault.pick % n as u64) as usize;
+        let name = fault.kind.name();
+        match fault.kind {
+            FaultKind::KillMaster => {
+                let Some(m) = self.topology.master(self.nodes, fault.pick) else {
+                    return self.note(format!("{name}: no master found, skipped"));
+                };
+                let tail = self.nodes[m].lock().unwrap().aof_tail();
+                std::thread::sleep(Duration::from_millis(100 + fault.pick % 800));
+                let label = {
+                    let mut node = self.nodes[m].lock().unwrap();
+                    node.kill();
+                    node.label.clone()
+                };
+                let mut cut = String::new();
+                if fault.amount == 1 {
+                    if let Some((file, size)) = tail {
+                        let now = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+                        let same_file = self.nodes[m]
+                            .lock()
+                            .unwrap()
+                            .aof_tail()
+                            .is_some_and(|(newest, _)| newest == file);
+                        if same_file && now > size {
+                            let truncated = std::fs::OpenOptions::new()
+                                .write(true)
+                                .open(&file)
+                                .and_then(|f| f.set_len(size));
+                            cut = match truncated {
+                                Ok(()) => format!(", AOF cut back by {} bytes", now - size),
+                                Err(e) => format!(", AOF not cut: {e}"),
+                            };
+                        } else {
+                            cut = ", AOF not cut (nothing written since, or rewritten)".into();
+                        }
+                    }
+                }
+                self.note(format!("{name} {label} (SIGKILL{cut})"));
+                std::thread::sleep(hold);
+                let result = self.nodes[m].lock().unwrap().start();
+                self.note(format!("{name} {label}: restarted from its AOF {result:?}"));
+            }
+            FaultKind::PauseMaster => {
+                let Some(m) = self.topology.master(self.nodes, fault.pick) else {
+                    return self.note(format!("{name}: no master found, skipped"));
+                };
+                let label = self.label(m);
+                self.nodes[m].lock().unwrap().signal(libc::SIGSTOP);
+                self.note(format!("{name} {label} (SIGSTOP for {} ms)", fault.hold_ms));
+                std::thread::sleep(hold);
+                self.nodes[m].lock().unwrap().signal(libc::SIGCONT);
+                self.note(format!("{name} {label}: SIGCONT"));
+            }
+            FaultKind::Partition => {
+                if !self.network.namespaces {
+                    return self.note(format!("{name}: skipped, no network namespaces"));
+                }
+                let target = if fault.pick & 1 == 0 {
+                    self.topology.master(self.nodes, fault.pick >> 1)
+                } else {
+                    None
+                }
+                .unwrap_or(any);
+                let label = self.label(target);
+                let result = self.network.set_link(target, false);
+                self.note(format!(
+                    "{name} {label} cut off for {} ms {result:?}",
+                    fault.hold_ms
+                ));
+                std::thread::sleep(hold);
+                let result = self.network.set_link(target, true);
+                self.note(format!("{name} {label}: link up again {result:?}"));
+            }
+            FaultKind::ClockStep => {
+                let label = self.label(any);
+                let result = self.set_clock(any, fault.amount);
+                self.note(format!(
+                    "{name} {label} by {:+} ms for {} ms {result:?}",
+                    fault.amount, fault.hold_ms
+                ));
+                std::thread::sleep(hold);
+                let result = self.set_clock(any, 0);
+                self.note(format!("{name} {label}: clock back {result:?}"));
+            }
+            FaultKind::Failover => {
+                let result = self.topology.failover(self.nodes, fault.pick);
+                self.note(format!("{name}: {result}"));
+            }
+            FaultKind::RestartReplica => {
+                let target = (0..n)
+                    .map(|i| (any + i) % n)
+                    .find(|&i| self.nodes[i].lock().unwrap().role().as_deref() == Some("slave"));
+                let Some(r) = target else {
+                    return self.note(format!("{name}: no replica found, skipped"));
+                };
+                let label = self.label(r);
+                self.nodes[r].lock().unwrap().kill();
+                self.note(format!("{name} {label} (SIGKILL)"));
+                std::thread::sleep(hold);
+                let result = self.nodes[r].lock().unwrap().start();
+                self.note(format!("{name} {label}: restarted {result:?}"));
+            }
+            FaultKind::DebugReload => {
+                let label = self.label(any);
+                let result = self.command(any, &["DEBUG", "RELOAD"]);
+                self.note(format!("{name} {label} {result:?}"));
+            }
+            FaultKind::RewriteAof => {
+                let label = self.label(any);
+                let result = self.command(any, &["BGREWRITEAOF"]);
+                self.note(format!("{name} {label} {result:?}"));
+            }
+            FaultKind::MoveSlot => {
+                let result = self.topology.move_slot(self.nodes, fault.pick);
+                self.note(format!("{name}: {result}"));
+            }
+        }
+    }
+
+    fn label(&self, index: usize) -> String {
+        self.nodes[index].lock().unwrap().label.clone()
+    }
+
+    fn command(&self, index: usize, args: &[&str]) -> Result<(), String> {
+        let mut conn = self.nodes[index]
+            .lock()
+            .unwrap()
+            .conn()
+            .map_err(|e| e.to_string())?;
+        conn.set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(|e| e.to_string())?;
+        redis::cmd(args[0])
+            .arg(&args[1..])
+            .query::<redis::Value>(&mut conn)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Sets the module's test clock offset (`idgen.debug-clock-offset-ms`) on one node.
+    fn set_clock(&self, index: usize, offset_ms: i64) -> Result<(), String> {
+        let offset = offset_ms.to_string();
+        self.command(
+            index,
+            &["CONFIG", "SET", "idgen.debug-clock-offset-ms", &offset],
+        )
+    }
+
+    /// Undoes what a fault may have left: every process continued and running, every link
+    /// up, every clock back; then waits (up to 60 s) until the topology is whole.
+    pub fn heal(&self) {
+        for index in 0..self.nodes.len() {
+            let restarted = {
+                let mut node = self.nodes[index].lock().unwrap();
+                node.signal(libc::SIGCONT);
+                if node.running() {
+                    None
+                } else {
+                    Some(node.start())
+                }
+            };
+            if let Some(result) = restarted {
+                self.note(format!("heal: {} started {result:?}", self.label(index)));
+            }
+            if self.network.namespaces {
+                let _ = self.network.set_link(index, true);
+            }
+            let _ = self.set_clock(index, 0);
+        }
+        let started = Instant::now();
+        while !self.topology.healed(self.nodes) {
+            if started.elapsed() > Duration::from_secs(60) {
+                return self.note("heal: the deployment is not whole after 60 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// Sleeps up to `duration`; true if `stop` was set meanwhile.
+pub fn sleep_unless(stop: &AtomicBool, duration: Duration) -> bool {
+    let until = Instant::now() + duration;
+    while Instant::now() < until {
+        if stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+    }
+    stop.load(Ordering::Relaxed)
+}

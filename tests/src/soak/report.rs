@@ -1,0 +1,175 @@
+//! What a soak prints: faults and errors by kind, each duplicate with who got it, from which
+//! node, when, and the faults just before; the history kept on disk when something repeated;
+//! the closing line.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::checker::Verdict;
+use super::history::History;
+use super::nemesis::LogLine;
+use super::schedule::FaultKind;
+use super::{Options, Outcome};
+
+/// How far back the faults printed with a duplicate go.
+const FAULTS_BEFORE_MS: u64 = 30_000;
+/// Duplicates printed in full (all are in the kept files).
+const PRINTED: usize = 20;
+
+/// Prints the report, keeps the data if anything repeated, and returns the outcome.
+pub fn report(
+    options: &Options,
+    history: &History,
+    verdict: &Verdict,
+    log: &[LogLine],
+    applied: &[FaultKind],
+    duration_ms: u64,
+) -> Outcome {
+    let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
+    for kind in applied {
+        *by_kind.entry(kind.name()).or_default() += 1;
+    }
+    println!("soak: faults by kind: {by_kind:?}");
+    println!("soak: failed calls by kind: {:?}", history.errors);
+    let answered_by: BTreeMap<&str, usize> =
+        history.calls.iter().fold(BTreeMap::new(), |mut map, call| {
+            *map.entry(call.node.as_str()).or_default() += 1;
+            map
+        });
+    println!("soak: answered calls by node: {answered_by:?}");
+    for duplicate in verdict.duplicates.iter().take(PRINTED) {
+        let (a, b) = (
+            &history.calls[duplicate.calls.0 as usize],
+            &history.calls[duplicate.calls.1 as usize],
+        );
+        let later = a.at_ms.max(b.at_ms);
+        let faults: Vec<String> = log
+            .iter()
+            .filter(|(at, _)| *at <= later && later - *at <= FAULTS_BEFORE_MS)
+            .map(|(at, text)| format!("{:.1} s {text}", *at as f64 / 1000.0))
+            .collect();
+        println!(
+            "DUPLICATE {} {} ({} value(s)): {} from {} at {:.3} s, and {} from {} at {:.3} s; \
+             faults in the 30 s before: {faults:?}",
+            duplicate.what,
+            duplicate.value,
+            duplicate.count,
+            history.clients[a.client as usize],
+            a.node,
+            a.at_ms as f64 / 1000.0,
+            history.clients[b.client as usize],
+            b.node,
+            b.at_ms as f64 / 1000.0,
+        );
+    }
+    if verdict.duplicates.len() > PRINTED {
+        println!(
+            "soak: {} more duplicate pairs (all in the kept files)",
+            verdict.duplicates.len() - PRINTED
+        );
+    }
+    for wrong in &verdict.wrong_class {
+        let call = &history.calls[wrong.call as usize];
+        println!(
+            "WRONG CLASS {} (residue {}) to {} from {} at {:.3} s",
+            wrong.value,
+            wrong.residue,
+            history.clients[call.client as usize],
+            call.node,
+            call.at_ms as f64 / 1000.0
+        );
+    }
+    let faults = applied.len() as u64;
+    let snowflakes = history.snowflakes.len() as u64;
+    let segment_values = history.segment_values();
+    let duplicates = verdict.duplicate_values;
+    let summary = format!(
+        "soak: {faults} faults, {snowflakes} snowflakes + {segment_values} segment values, \
+         {duplicates} duplicates, longest outage {:.1} s",
+        verdict.longest_outage_ms as f64 / 1000.0
+    );
+    let seconds = duration_ms / 1000;
+    let enough_faults = faults >= (seconds / 20).max(3);
+    let enough_traffic = snowflakes >= 50 * seconds && segment_values >= 10_000 * seconds;
+    let clean = duplicates == 0 && verdict.wrong_class_count == 0;
+    if !enough_faults || !enough_traffic {
+        println!(
+            "soak: too little happened to mean something (need at least {} faults, {} \
+             snowflakes and {} segment values in {seconds} s)",
+            (seconds / 20).max(3),
+            50 * seconds,
+            10_000 * seconds
+        );
+    }
+    let passed = if options.control_shared_offset {
+        println!("soak: control run (every node on offset 0): it passes when it finds duplicates");
+        duplicates > 0
+    } else {
+        clean && enough_faults && enough_traffic
+    };
+    if duplicates > 0 || verdict.wrong_class_count > 0 {
+        match keep(options, history, verdict, log) {
+            Ok(()) => println!("soak: history kept in {}", options.run_dir.display()),
+            Err(e) => println!("soak: could not keep the history: {e}"),
+        }
+    } else {
+        let _ = std::fs::remove_dir_all(&options.run_dir);
+    }
+    Outcome { summary, passed }
+}
+
+/// Writes the history as tab-separated files next to the nodes' data.
+fn keep(
+    options: &Options,
+    history: &History,
+    verdict: &Verdict,
+    log: &[LogLine],
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = &options.run_dir;
+    let file = |name: &str| -> std::io::Result<std::io::BufWriter<std::fs::File>> {
+        Ok(std::io::BufWriter::new(std::fs::File::create(
+            dir.join(name),
+        )?))
+    };
+    let mut calls = file("calls.tsv")?;
+    writeln!(calls, "call\tclient\tnode\tat_ms\tkey")?;
+    for (index, call) in history.calls.iter().enumerate() {
+        writeln!(
+            calls,
+            "{index}\t{}\t{}\t{}\t{}",
+            history.clients[call.client as usize], call.node, call.at_ms, call.key
+        )?;
+    }
+    let mut snowflakes = file("snowflakes.tsv")?;
+    writeln!(snowflakes, "id\tcall")?;
+    for (id, call) in &history.snowflakes {
+        writeln!(snowflakes, "{id}\t{call}")?;
+    }
+    let mut segments = file("segments.tsv")?;
+    writeln!(segments, "key\tfirst\tstep\tcount\tcall")?;
+    for (key, ranges) in &history.segments {
+        for (range, call) in ranges {
+            writeln!(
+                segments,
+                "{key}\t{}\t{}\t{}\t{call}",
+                range.first, range.step, range.count
+            )?;
+        }
+    }
+    let mut text = String::new();
+    for (at, line) in log {
+        let _ = writeln!(text, "{at}\t{line}");
+    }
+    std::fs::write(dir.join("faults.tsv"), text)?;
+    let mut duplicates = file("duplicates.tsv")?;
+    writeln!(duplicates, "what\tvalue\tcount\tcall_a\tcall_b")?;
+    for d in &verdict.duplicates {
+        writeln!(
+            duplicates,
+            "{}\t{}\t{}\t{}\t{}",
+            d.what, d.value, d.count, d.calls.0, d.calls.1
+        )?;
+    }
+    Ok(())
+}
