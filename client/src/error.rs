@@ -246,6 +246,9 @@ mod tests {
         let overflow = IdError::Overflow {
             current: i64::MAX - 9,
             count: 10,
+            fence: 0,
+            room: 9,
+            room_without_fence: 9,
         };
         assert!(matches!(
             reply_error(wire(&overflow).as_bytes()),
