@@ -256,6 +256,12 @@ fn a_node_down_exits_2() {
     assert_eq!(level(reach), "fail");
     assert!(message(reach).contains("cannot reach it"), "{reach}");
     assert_eq!(level(finding(&json, "reach", Some(&address(&up)))), "pass");
+    // A wrong password reaches the node: a failed check (exit 1), not exit 2.
+    let wrong = format!("redis://nobody:wrong@127.0.0.1:{}/", up.port());
+    let (run, json) = check(&[wrong], &[]);
+    assert_eq!(run.code, Some(1), "{json:#}");
+    let reach = finding(&json, "reach", Some(&address(&up)));
+    assert_eq!(level(reach), "fail");
 }
 
 #[test]

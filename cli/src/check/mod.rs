@@ -108,7 +108,8 @@ pub async fn run(target: &Target, args: &CheckArgs, timeout: Duration) -> Result
                 reached.push(facts);
             }
             Err(error) => {
-                unreachable = true;
+                // Refused credentials reach the node: a failed check, not exit 2.
+                unreachable |= error.code == EXIT_UNREACHABLE;
                 let flagged = if node.flagged_down {
                     " (the topology already marks it down)"
                 } else {
