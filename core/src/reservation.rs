@@ -232,11 +232,13 @@ pub fn reserve(
     let (base, fence) = match previous.and_then(|r| r.last_taken(held, step)) {
         Some(last) => (last, 0),
         None => {
-            let handed_out = previous.map_or(0, |previous| previous.handed_out_up_to(step));
-            (
-                continue_above(held, request.remembered).max(handed_out),
-                request.fence,
-            )
+            let above = continue_above(held, request.remembered);
+            // A negative value stays refused (`next_range`) whatever was handed out before.
+            let base = match previous {
+                Some(previous) if above >= 0 => above.max(previous.handed_out_up_to(step)),
+                _ => above,
+            };
+            (base, request.fence)
         }
     };
     let range = next_range(base, request.identity, request.count, fence)?;
@@ -370,6 +372,9 @@ mod tests {
         assert!(ahead.lowered_by(1_000_000_009, 1));
         let (seeded, _) = reserve(1_000_000_012, Some(&ahead), request(1)).unwrap();
         assert_eq!(seeded.first, 1_000_000_013);
+        // A negative value is refused, used before or not.
+        assert!(reserve(-5, Some(&ahead), request(1)).is_err());
+        assert!(reserve(-5, None, request(1)).is_err());
     }
 
     #[test]

@@ -111,7 +111,8 @@ fn conclude(ctx: &Context) {
             let policy = if refuse {
                 "the later node of each conflict refuses to issue"
             } else {
-                "identity-conflicts is warn: every node keeps issuing"
+                "identity-conflicts is warn here: this node keeps issuing even where it is the \
+                 later node"
             };
             ctx.log_warning(&format!("idgen identity conflict: {detail} ({policy})"));
         }
