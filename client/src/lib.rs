@@ -35,7 +35,9 @@
 //! Nodes are given as anything redis-rs accepts as connection info ([`Topology::single`],
 //! [`Topology::nodes`], [`Topology::cluster`], [`Topology::sentinel`]): `rediss://` URLs for TLS (cargo features
 //! `tls-rustls`, the default, or `tls-native-tls`), `user:password@` for ACL users, or a
-//! [`redis::ConnectionInfo`] built in code. A tokio runtime is required.
+//! [`redis::ConnectionInfo`] built in code. A tokio runtime is required. A server certificate
+//! from a private CA is trusted by naming the CA's PEM file in `SSL_CERT_FILE`; one the client
+//! does not trust is reported as [`Error::Certificate`], saying so.
 //!
 //! At connect the client asks every node (in a cluster, masters and replicas) for its
 //! identity with `IDGEN.IDENTITY` — a keyless, read-only command, so an application's ACL

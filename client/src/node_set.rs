@@ -234,7 +234,9 @@ mod tests {
     }
 
     async fn call(nodes: &NodeSet<Scripted>, metrics: &Metrics) -> Result<i64> {
-        nodes.run(&redis::cmd("SNOWFLAKE.NEXT"), metrics).await
+        nodes
+            .run(&crate::commands::build::snowflake_next("k"), metrics)
+            .await
     }
 
     #[tokio::test]
