@@ -36,6 +36,10 @@ pub(crate) const MIN_RATE_SAMPLE: u64 = 64;
 /// A shorter span says nothing about a rate.
 pub(crate) const MIN_RATE_SPAN: Duration = Duration::from_micros(10);
 
+/// A snowflake cache measures its rate over at least this span: callers that come in
+/// bursts (a task woken every millisecond) would otherwise look many times faster.
+pub(crate) const MIN_SNOWFLAKE_RATE_SPAN: Duration = Duration::from_millis(5);
+
 /// The round trip to assume before one was measured.
 pub(crate) const FIRST_ROUND_TRIP: Duration = Duration::from_millis(1);
 
