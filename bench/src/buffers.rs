@@ -316,7 +316,11 @@ async fn run_case(
         duplicates,
         discarded: (buffer == Buffer::Snowflakes).then(|| snowflakes.discarded()),
     };
-    eprintln!("{row:?}");
+    eprintln!(
+        "{row:?}; cached at the end {}, batches fetched {}",
+        snowflakes.cached(),
+        client.metrics().snowflake_batches_fetched
+    );
     row
 }
 

@@ -273,10 +273,12 @@ impl Shared {
         // Callers that waited took nothing meanwhile: a rate measured over a span that was
         // mostly dry says little about demand, so the batch doubles instead.
         let starved = store.callers_waited && store.dry * 4 >= elapsed;
-        let measured = elapsed >= fetch_plan::MIN_SNOWFLAKE_RATE_SPAN && store.handed > 0;
+        // The rate over the time IDs were at hand: callers that waited took none.
+        let at_hand = elapsed.saturating_sub(store.dry);
+        let measured = at_hand >= fetch_plan::MIN_SNOWFLAKE_RATE_SPAN && store.handed > 0;
         if measured {
             let handed = store.handed;
-            store.pace.observe_use(handed, elapsed);
+            store.pace.observe_use(handed, at_hand);
         }
         if measured || starved {
             store.handed = 0;
