@@ -1,11 +1,13 @@
 //! Side-by-side benchmarks of redis-idgen, written to BENCHMARKS.md and bench/throughput.svg.
 //!
-//! `cargo run --release -p idgen-bench -- [--quick] [--rounds N] [--floor-only]`
+//! `cargo run --release -p idgen-bench -- [--quick] [--rounds N] [--floor-only]`, or
+//! `cargo run --release -p idgen-bench -- buffers [--quick]` for the client buffers alone
 //! (scripts/bench.sh builds the module first). `--quick` runs a small version for a smoke
 //! test; `--floor-only` only compares idgen's commands with the C floor on every server and
 //! prints the ratios (`IDGEN_MODULE=path/to/libidgen.so` compares another build:
 //! `scripts/bench.sh --floor-only`).
 
+mod buffers;
 mod client_side;
 mod cpus;
 mod driver;
@@ -73,6 +75,16 @@ async fn main() {
         .unwrap_or(if quick { 1 } else { 3 });
     let scale = if quick { 0.1 } else { 1.0 };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if args.get(1).is_some_and(|a| a == "buffers") {
+        // Only the client buffers through a delay proxy, and their local path: their own
+        // section of BENCHMARKS.md.
+        if args.iter().any(|a| a == "--local-only") {
+            buffers::run_local_only(quick).await;
+        } else {
+            buffers::run(quick, &root.join("BENCHMARKS.md")).await;
+        }
+        return;
+    }
     if args.iter().any(|a| a == "--floor-only") {
         // Only the floor comparison (rates and, with valgrind, instructions), printed rather
         // than written into BENCHMARKS.md: for comparing two builds of the module

@@ -18,7 +18,7 @@ pub(crate) const VALUES_PER_UNIT: u64 = 16; // a power of two: checked with a ma
 
 /// Consumes one unit of the task's budget: `Pending` (with the task woken to run again on
 /// its next turn) when the budget is used up, `Ready` otherwise and outside a runtime.
-#[inline]
+#[inline(always)]
 pub(crate) fn poll_budget(cx: &mut Context<'_>) -> Poll<()> {
     tokio::task::coop::poll_proceed(cx).map(|progress| progress.made_progress())
 }

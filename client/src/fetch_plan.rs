@@ -36,15 +36,16 @@ pub(crate) const MIN_RATE_SAMPLE: u64 = 64;
 /// A shorter span says nothing about a rate.
 pub(crate) const MIN_RATE_SPAN: Duration = Duration::from_micros(10);
 
-/// The round trip to assume before one was measured.
-pub(crate) const FIRST_ROUND_TRIP: Duration = Duration::from_millis(1);
+/// A snowflake cache measures its rate over at least this span: callers that come in
+/// bursts (a task woken every millisecond) would otherwise look many times faster.
+pub(crate) const MIN_SNOWFLAKE_RATE_SPAN: Duration = Duration::from_millis(5);
 
 /// Rates and round trips as the buffers measure them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Pace {
     /// Values (or IDs) used per second; 0 before anything was measured.
     pub rate: f64,
-    /// How long a fetch took, from its start to its reply.
+    /// How long a fetch took, from its start to its reply; 0 before one was measured.
     pub round_trip: Duration,
 }
 
@@ -52,19 +53,19 @@ impl Default for Pace {
     fn default() -> Self {
         Pace {
             rate: 0.0,
-            round_trip: FIRST_ROUND_TRIP,
+            round_trip: Duration::ZERO,
         }
     }
 }
 
 impl Pace {
-    /// Folds in a measured rate: a higher one is taken at once (a burst must not wait for
-    /// an average to catch up), a lower one halves the distance.
+    /// Folds in a measured rate: the estimate moves halfway to it, so that one burst (a
+    /// task catching up after a wait) does not size the next batches alone.
     pub fn observe_rate(&mut self, sample: f64) {
         if !sample.is_finite() || sample < 0.0 {
             return;
         }
-        self.rate = if sample > self.rate {
+        self.rate = if self.rate == 0.0 {
             sample
         } else {
             (self.rate + sample) / 2.0
@@ -78,13 +79,14 @@ impl Pace {
         }
     }
 
-    /// Folds in a measured round trip: a slower one is taken at once, a faster one moves
-    /// the estimate a quarter of the way, so one lucky fetch does not shorten the lead.
+    /// Folds in a measured round trip: the estimate moves halfway to it. A slow fetch (a
+    /// busy runtime, a pool connection being opened) must not make every later batch larger
+    /// and older for long; the leads' margins cover single slow fetches.
     pub fn observe_round_trip(&mut self, sample: Duration) {
-        self.round_trip = if sample > self.round_trip {
+        self.round_trip = if self.round_trip.is_zero() {
             sample
         } else {
-            self.round_trip - (self.round_trip - sample) / 4
+            (self.round_trip + sample) / 2
         };
     }
 
@@ -186,20 +188,26 @@ mod tests {
     }
 
     #[test]
-    fn a_faster_rate_or_a_slower_round_trip_is_taken_at_once_the_other_way_gradually() {
+    fn rates_and_round_trips_move_halfway_to_each_measurement() {
         let mut p = Pace::default();
         p.observe_rate(1000.0);
-        assert_eq!(p.rate, 1000.0);
+        assert_eq!(p.rate, 1000.0, "the first measurement is taken as it is");
         p.observe_rate(0.0);
         assert_eq!(p.rate, 500.0);
-        p.observe_round_trip(ms(40));
-        assert_eq!(p.round_trip, ms(40));
-        p.observe_round_trip(ms(0));
-        assert_eq!(p.round_trip, ms(30));
+        p.observe_rate(1500.0);
+        assert_eq!(p.rate, 1000.0);
+        p.observe_round_trip(ms(41));
+        assert_eq!(
+            p.round_trip,
+            ms(41),
+            "the first measurement is taken as it is"
+        );
+        p.observe_round_trip(ms(1));
+        assert_eq!(p.round_trip, ms(21));
         p.observe_use(5, Duration::from_micros(1));
-        assert_eq!(p.rate, 500.0, "a span too short to say anything");
+        assert_eq!(p.rate, 1000.0, "a span too short to say anything");
         p.observe_use(5, ms(1));
-        assert_eq!(p.rate, 5000.0);
+        assert_eq!(p.rate, 3000.0);
     }
 
     #[test]

@@ -45,6 +45,14 @@
 //! or share an offset. With single and independent nodes, every connection opened later checks its
 //! node again: a node that comes back with another step, offset or layout (or, unreachable
 //! at connect, does not fit the deployment) is not used, and an error is logged.
+//!
+//! Local buffers: a [`SegmentBuffer`] hands out values with one atomic add and a
+//! [`SnowflakeCache`] IDs under one lock, each fetching ahead in the background from the
+//! measured rate and round trip, and taking part in tokio's cooperative budget so that a
+//! caller that never yields still lets the fetch run. What a caller can rely on — uniqueness,
+//! order (a cache's IDs strictly increase across all its callers), staleness (a cached ID is
+//! at most `max_age` old, usually about two round trips), and how long a call may wait — is
+//! stated on each type; [`SegmentBuffer::wait_stats`] counts the calls that waited.
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 

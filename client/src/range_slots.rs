@@ -112,7 +112,7 @@ impl RangeSlots {
     }
 
     /// Takes the next value of the current range.
-    #[inline]
+    #[inline(always)]
     pub fn take(&self) -> Taken {
         loop {
             // Acquire: pairs with the Release store in `install`, so the slot of the epoch
@@ -120,9 +120,7 @@ impl RangeSlots {
             let drawn = self.cursor.0.fetch_add(1, Ordering::Acquire);
             let epoch = drawn >> INDEX_BITS;
             let index = drawn & INDEX_MASK;
-            // Both slots are read, so that the loads' addresses do not wait for the add.
-            let (even, odd) = (self.read_slot(epoch & !1), self.read_slot(epoch | 1));
-            let Some(range) = (if epoch & 1 == 0 { even } else { odd }) else {
+            let Some(range) = self.read_slot(epoch) else {
                 continue; // the slot was reused while this caller stalled: draw again
             };
             if index >= range.count {
@@ -151,7 +149,7 @@ impl RangeSlots {
 
     /// The range of `epoch`, or `None` if its slot now holds another epoch (or is being
     /// rewritten).
-    #[inline]
+    #[inline(always)]
     fn read_slot(&self, epoch: Epoch) -> Option<RangeSpec> {
         let slot = &self.slots.0[(epoch & 1) as usize];
         if slot.epoch.load(Ordering::Acquire) != epoch {

@@ -90,7 +90,7 @@ impl std::fmt::Debug for NextValue<'_> {
 impl Future for NextValue<'_> {
     type Output = Result<i64>;
 
-    #[inline]
+    #[inline(always)]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<i64>> {
         let this = &mut *self;
         if let NextState::Taken(value, checkpoint) = this.state {
@@ -185,7 +185,7 @@ impl SegmentBuffer {
     /// the range was used up, or the task has used up its cooperative budget (then it yields
     /// once, keeping its value, so that the runtime can run the background fetch). A future
     /// dropped without being awaited skips its value (no other caller gets it).
-    #[inline]
+    #[inline(always)]
     pub fn next(&self) -> NextValue<'_> {
         NextValue {
             buffer: self,
@@ -216,7 +216,7 @@ impl SegmentBuffer {
 
     /// A value of the current range and whether it is a budget checkpoint, or the epoch of
     /// the used-up range.
-    #[inline]
+    #[inline(always)]
     fn take(&self) -> std::result::Result<(i64, bool), Epoch> {
         match self.shared.current.take() {
             Taken::Value {

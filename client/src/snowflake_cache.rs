@@ -269,22 +269,26 @@ impl Shared {
             store.dry += now.saturating_duration_since(since);
             store.dry_since = Some(now);
         }
-        let at_hand = now
-            .saturating_duration_since(store.sampled_at)
-            .saturating_sub(store.dry);
-        let handed = store.handed;
-        let measured = at_hand >= fetch_plan::MIN_RATE_SPAN && handed > 0;
+        let elapsed = now.saturating_duration_since(store.sampled_at);
+        // Callers that waited took nothing meanwhile: a rate measured over a span that was
+        // mostly dry says little about demand, so the batch doubles instead.
+        let starved = store.callers_waited && store.dry * 4 >= elapsed;
+        // The rate over the time IDs were at hand: callers that waited took none.
+        let at_hand = elapsed.saturating_sub(store.dry);
+        let measured = at_hand >= fetch_plan::MIN_SNOWFLAKE_RATE_SPAN && store.handed > 0;
         if measured {
+            let handed = store.handed;
             store.pace.observe_use(handed, at_hand);
         }
-        store.handed = 0;
-        store.sampled_at = now;
-        store.dry = Duration::ZERO;
-        // Callers emptied the cache too fast to measure: at least double the last batch.
+        if measured || starved {
+            store.handed = 0;
+            store.sampled_at = now;
+            store.dry = Duration::ZERO;
+        }
         let count = fetch_plan::snowflake_batch(
             &store.pace,
             store.last_batch,
-            store.callers_waited && !measured,
+            starved || (store.callers_waited && !measured),
             self.options.batch.max(1),
         );
         store.last_batch = count;

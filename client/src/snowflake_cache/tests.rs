@@ -184,3 +184,31 @@ async fn callers_waiting_on_a_failed_fetch_get_its_retryable_error_then_the_next
     assert_eq!(cache.wait_stats().waits, 2);
     assert!(cache.next().await.is_ok());
 }
+
+/// A caller woken by a 1 ms timer takes what is due in a burst (and catches up after a
+/// wait): batches follow the average rate, not the bursts.
+#[tokio::test(start_paused = true)]
+async fn a_caller_that_takes_in_bursts_gets_ids_as_young_as_a_steady_one() {
+    let round_trip = Duration::from_millis(7);
+    let source = Arc::new(CountingSource::with_round_trip(round_trip));
+    let cache = cache_with(&source, SnowflakeCacheOptions::default());
+    let started = Instant::now();
+    let (mut done, mut worst) = (0u64, Duration::ZERO);
+    while started.elapsed() < Duration::from_secs(2) {
+        let due = (started.elapsed().as_secs_f64() * 50_000.0) as u64;
+        while done < due {
+            let id = cache.next().await.unwrap();
+            done += 1;
+            if started.elapsed() > Duration::from_secs(1) {
+                worst = worst.max(Instant::now() - source.issued_at(id));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert!(
+        worst <= round_trip * 2 + Duration::from_millis(10),
+        "{worst:?} {:?}",
+        batches(&source)
+    );
+    assert_eq!(cache.discarded(), 0);
+}
