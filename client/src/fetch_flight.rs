@@ -38,7 +38,7 @@ pub(crate) struct FetchFlight {
 
 impl FetchFlight {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::lock::lock(&self.state)
     }
 
     /// A future that completes when a flight lands after this call. Enable it (or poll it)

@@ -297,7 +297,7 @@ impl SegmentBuffer {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Reserve> {
-        self.reserve.lock().unwrap_or_else(|p| p.into_inner())
+        crate::lock::lock(&self.reserve)
     }
 
     /// Makes `range` current, with its prefetch point placed from the measurements. The

@@ -188,7 +188,7 @@ impl SnowflakeCache {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(|p| p.into_inner())
+        crate::lock::lock(&self.store)
     }
 
     /// Throws away used-up batches and those older than `max_age`; returns how many IDs.
