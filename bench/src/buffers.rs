@@ -554,6 +554,13 @@ fn render(rows: &[Row], freeze: &[Freeze], local: &[(u32, f64, f64)], command: &
     out
 }
 
+/// The buffers section of an existing BENCHMARKS.md and the analysis after it (from the start
+/// marker to the end of the file), or nothing: a full run rewrites the rest of the file and
+/// keeps this part, which only `idgen-bench buffers` measures.
+pub fn kept_part(text: &str) -> &str {
+    text.find(START).map_or("", |start| &text[start..])
+}
+
 /// Replaces the section between the markers in `text`, or appends it.
 fn splice(text: &str, section: &str) -> String {
     match (text.find(START), text.find(END)) {

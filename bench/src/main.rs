@@ -157,7 +157,14 @@ async fn main() {
         client,
         seed,
     };
-    let text = report::render(&context, &results);
+    let mut text = report::render(&context, &results);
+    if !quick {
+        let previous = std::fs::read_to_string(root.join("BENCHMARKS.md")).unwrap_or_default();
+        let kept = buffers::kept_part(&previous);
+        if !kept.is_empty() {
+            text = format!("{}\n\n{kept}", text.trim_end());
+        }
+    }
     let (report_path, plot_path) = if quick {
         (
             std::env::temp_dir().join("BENCHMARKS.quick.md"),
