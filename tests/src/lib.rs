@@ -11,6 +11,7 @@
 mod acl;
 mod cluster;
 mod idgen_tool;
+mod node_clients;
 mod sentinel;
 mod server;
 pub mod soak;
@@ -22,6 +23,7 @@ mod values;
 pub use acl::{acl_log, create_acl_user, DOCUMENTED_ONE_NODE_GRANTS};
 pub use cluster::{Cluster, NodeInfo, NODES, PASSWORD as CLUSTER_PASSWORD};
 pub use idgen_tool::{idgen_tool_path, run_idgen, ToolRun};
+pub use node_clients::{install_node_clients, node_dir};
 pub use sentinel::{Sentinels, MASTER_NAME as SENTINEL_MASTER_NAME};
 pub use server::{
     module_path, previous_module_path, server_has_tls, LoadFailure, Server, ServerOptions,

@@ -51,7 +51,14 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// The module library the tests load: `$IDGEN_MODULE`, or the workspace build of the same
 /// profile as the tests.
 pub fn module_path() -> PathBuf {
-    if let Some(path) = std::env::var_os("IDGEN_MODULE") {
+    build_artifact("IDGEN_MODULE", "libidgen.so", "idgen-module")
+}
+
+/// A file the workspace build makes: the path in the variable `env_override`, or `file` in
+/// `$CARGO_TARGET_DIR/<profile>` of the tests' own profile; a missing build fails the test
+/// saying which package to build.
+pub fn build_artifact(env_override: &str, file: &str, package: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(env_override) {
         return PathBuf::from(path);
     }
     let profile = if cfg!(debug_assertions) {
@@ -62,10 +69,10 @@ pub fn module_path() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let path = target.join(profile).join("libidgen.so");
+    let path = target.join(profile).join(file);
     assert!(
         path.exists(),
-        "{} does not exist: build the module first with `cargo build -p idgen-module{}` \
+        "{} does not exist: build it first with `cargo build -p {package}{}` \
          (scripts/test.sh does this)",
         path.display(),
         if profile == "release" {

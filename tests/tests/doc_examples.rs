@@ -12,14 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use idgen_tests::transcripts::{documented_files, read_document, Document};
-use idgen_tests::{Server, ServerOptions};
+use idgen_tests::{install_node_clients, node_dir, Server, ServerOptions};
 
 fn root() -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).to_path_buf()
-}
-
-fn node_dir() -> PathBuf {
-    root().join("tests/node")
 }
 
 /// The Python interpreter that has redis-py: `python3` from the PATH, else Debian's
@@ -36,22 +32,6 @@ fn python_with_redis() -> String {
     }
     panic!(
         "no python3 with redis-py: run scripts/deps.sh --test (python3-redis) or pip install redis"
-    );
-}
-
-fn install_node_clients() {
-    if node_dir().join("node_modules/.package-lock.json").exists() {
-        return;
-    }
-    let status = Command::new("npm")
-        .args(["ci", "--silent", "--no-audit", "--no-fund"])
-        .current_dir(node_dir())
-        .status()
-        .expect("run npm (install Node.js: scripts/deps.sh --test)");
-    assert!(
-        status.success(),
-        "npm ci failed in {}",
-        node_dir().display()
     );
 }
 

@@ -6,36 +6,14 @@
 //! Needs `node` and `npm` (scripts/deps.sh --test installs them where missing); installs the
 //! two clients from the npm registry into tests/node/node_modules on first use.
 
-use std::path::Path;
 use std::process::Command;
 
-use idgen_tests::Server;
+use idgen_tests::{install_node_clients, node_dir, Server};
 use serde_json::Value;
-
-fn node_dir() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/node"))
-}
-
-/// Installs the clients pinned by the lock file, once.
-fn install_clients() {
-    if node_dir().join("node_modules/.package-lock.json").exists() {
-        return;
-    }
-    let status = Command::new("npm")
-        .args(["ci", "--silent", "--no-audit", "--no-fund"])
-        .current_dir(node_dir())
-        .status()
-        .expect("run npm (install Node.js: scripts/deps.sh --test)");
-    assert!(
-        status.success(),
-        "npm ci failed in {}",
-        node_dir().display()
-    );
-}
 
 #[test]
 fn node_js_clients_keep_every_digit_of_string_ids() {
-    install_clients();
+    install_node_clients();
     let server = Server::start(&["step", "4", "offset", "3", "snowflake-restart-fence", "no"]);
     let output = Command::new("node")
         .arg(node_dir().join("ids.mjs"))
