@@ -12,7 +12,6 @@ use redis::{Cmd, ConnectionInfo, FromRedisValue};
 use crate::address;
 use crate::connection::{lend, short_connection, Connect, Pool};
 use crate::error::{Error, Result};
-use crate::identity;
 use crate::identity_guard::IdentityGuard;
 use crate::lock::lock;
 use crate::metrics::Metrics;
@@ -64,7 +63,7 @@ impl MemberCheck {
     async fn run(&self) -> Option<String> {
         let members = members(&self.seeds, &self.settings).await.ok()?;
         for member in &members {
-            let verdict = identity::admit_at(member, &self.settings, &self.guard).await;
+            let verdict = crate::connection::admit_at(member, &self.settings, &self.guard).await;
             if let Err(Error::Deployment(problem)) = verdict {
                 return Some(problem);
             }
@@ -192,7 +191,7 @@ pub(crate) async fn members(
         let attempt = async {
             let (_, mut conn) = short_connection(seed, settings)
                 .await
-                .map_err(|error| crate::tls::name_the_node(error, &seed.addr().to_string()))?;
+                .map_err(|error| error.naming_node(&seed.addr().to_string()))?;
             let nodes: String = redis::cmd("CLUSTER")
                 .arg("NODES")
                 .query_async(&mut conn)

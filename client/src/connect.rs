@@ -8,7 +8,6 @@ use crate::backend::Backend;
 use crate::cluster::{self, Cluster};
 use crate::deployment::{check, Deployment};
 use crate::error::{Error, Result};
-use crate::identity;
 use crate::identity_guard::IdentityGuard;
 use crate::node::Node;
 use crate::node_set::NodeSet;
@@ -75,7 +74,7 @@ pub(crate) async fn connect(
     let mut unreachable = Vec::new();
     for member in &members {
         // The guard admits every node until the deployment is set below: here it only reads.
-        match identity::admit_at(member, &settings, &guard).await {
+        match crate::connection::admit_at(member, &settings, &guard).await {
             Ok(identity) => identities.push(identity),
             Err(Error::Transport(error)) => {
                 let address = member.addr().to_string();

@@ -35,6 +35,19 @@ pub(crate) async fn short_connection(
     Ok((client, conn))
 }
 
+/// [`identity::admit`] over a short-lived connection to `node`.
+pub(crate) async fn admit_at(
+    node: &ConnectionInfo,
+    settings: &Settings,
+    guard: &IdentityGuard,
+) -> crate::Result<crate::deployment::NodeIdentity> {
+    let address = node.addr().to_string();
+    let (_, mut conn) = short_connection(node, settings)
+        .await
+        .map_err(|error| error.naming_node(&address))?;
+    identity::admit(&mut conn, &address, guard).await
+}
+
 /// A pooled connection and the flags shared with every call using it: `broken` makes the
 /// pool drop it instead of handing it out again; `checked` says its node passed the
 /// identity check on this connection.

@@ -91,6 +91,17 @@ impl Error {
     }
 }
 
+impl Error {
+    /// This error, with `address` named if it is a certificate problem (the TLS library does
+    /// not say which server it was talking to).
+    pub(crate) fn naming_node(self, address: &str) -> Error {
+        match self {
+            Error::Certificate(problem) => Error::Certificate(format!("{address}: {problem}")),
+            other => other,
+        }
+    }
+}
+
 impl From<redis::RedisError> for Error {
     fn from(error: redis::RedisError) -> Self {
         let message = error.detail().unwrap_or_default().to_string();

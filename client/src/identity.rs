@@ -10,14 +10,10 @@
 
 use std::collections::HashMap;
 
-use redis::ConnectionInfo;
-
 use crate::commands::{build, names::IDGEN_IDENTITY};
-use crate::connection::short_connection;
 use crate::deployment::NodeIdentity;
 use crate::error::{Error, Result};
 use crate::identity_guard::IdentityGuard;
-use crate::settings::Settings;
 
 /// Reads the identity of the node behind `connection` (whose address is `address`) and holds
 /// it to the deployment `guard` knows; the identity, if admitted. Before the deployment is
@@ -35,19 +31,6 @@ pub(crate) async fn admit<C: redis::aio::ConnectionLike>(
             Err(Error::Deployment(problem))
         }
     }
-}
-
-/// [`admit`] over a short-lived connection to `node`.
-pub(crate) async fn admit_at(
-    node: &ConnectionInfo,
-    settings: &Settings,
-    guard: &IdentityGuard,
-) -> Result<NodeIdentity> {
-    let address = node.addr().to_string();
-    let (_, mut conn) = short_connection(node, settings)
-        .await
-        .map_err(|error| crate::tls::name_the_node(error, &address))?;
-    admit(&mut conn, &address, guard).await
 }
 
 /// Reads the identity of the node behind `connection`, whose address is `address`.

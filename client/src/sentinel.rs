@@ -10,7 +10,6 @@ use redis::{Cmd, ConnectionAddr, ConnectionInfo, FromRedisValue, TlsMode};
 
 use crate::address;
 use crate::error::{Error, Result};
-use crate::identity;
 use crate::identity_guard::IdentityGuard;
 use crate::lock::lock;
 use crate::metrics::Metrics;
@@ -171,7 +170,7 @@ impl SentinelMaster {
         let members = self.members_locked(&mut sentinel).await?;
         // The new master must fit the deployment before anything is sent to it; the pool
         // would refuse its connections anyway, but the caller should learn why.
-        identity::admit_at(&members.master, &self.settings, &self.guard)
+        crate::connection::admit_at(&members.master, &self.settings, &self.guard)
             .await
             .map_err(|error| match error {
                 Error::Deployment(problem) => Error::Deployment(format!(
@@ -181,7 +180,7 @@ impl SentinelMaster {
                 other => other,
             })?;
         for replica in &members.replicas {
-            match identity::admit_at(replica, &self.settings, &self.guard).await {
+            match crate::connection::admit_at(replica, &self.settings, &self.guard).await {
                 Ok(_) => {}
                 Err(Error::Deployment(problem)) => tracing::error!(
                     node = %replica.addr(),

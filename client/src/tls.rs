@@ -2,8 +2,6 @@
 //! reached, and saying how to trust a private CA: without this, a server whose certificate
 //! the client does not trust looked like a node that is down.
 
-use crate::error::Error;
-
 /// Where the client finds the CA certificates it trusts, and how to add a private CA: the
 /// end of every certificate error.
 const HOW_TO_TRUST: &str = "the client trusts the system's CA certificates and those in the \
@@ -46,15 +44,6 @@ pub(crate) fn explain_certificate_error(error: &redis::RedisError) -> String {
         return format!("{what} ({tls}); {HOW_TO_TRUST}");
     }
     format!("{error}; {HOW_TO_TRUST}")
-}
-
-/// `error`, with `address` named if it is a certificate problem (the TLS library does not
-/// say which server it was talking to).
-pub(crate) fn name_the_node(error: Error, address: &str) -> Error {
-    match error {
-        Error::Certificate(problem) => Error::Certificate(format!("{address}: {problem}")),
-        other => other,
-    }
 }
 
 /// The rustls error inside a redis-rs I/O error: redis-rs keeps the I/O error behind an
