@@ -177,11 +177,31 @@ fn move_slot_of(nodes: &Nodes, key: &str, pick: u64) -> Result<String, String> {
         }
         let mut args = vec!["MIGRATE", &host, &port, "", "0", "5000", "KEYS"];
         args.extend(keys.iter().map(String::as_str));
-        query::<()>(nodes, s, &args)?;
+        // Again while the target is cut off: a slot left half moved stays so.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while let Err(e) = query::<()>(nodes, s, &args) {
+            if Instant::now() > deadline {
+                return Err(format!("MIGRATE of slot {slot} failed: {e}"));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
         moved += keys.len();
     }
+    // The target first, and until it answers (it may be cut off right now): a source that
+    // gives the slot away before the target takes it leaves the slot without an owner.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while let Err(e) = query::<()>(
+        nodes,
+        t,
+        &["CLUSTER", "SETSLOT", &slot_text, "NODE", &target.id],
+    ) {
+        if Instant::now() > deadline {
+            return Err(format!("the target did not take slot {slot}: {e}"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
     for i in 0..nodes.len() {
-        if nodes[i].lock().unwrap().role().as_deref() == Some("master") {
+        if i != t && nodes[i].lock().unwrap().role().as_deref() == Some("master") {
             let _ = query::<()>(
                 nodes,
                 i,

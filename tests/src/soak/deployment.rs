@@ -113,8 +113,12 @@ impl Node {
         }
     }
 
-    /// Starts the server (in its namespace) and waits until it answers PING.
+    /// Starts the server (in its namespace) and waits until it answers PING. Does nothing
+    /// if it runs already (two faults applied together may both restart the same node).
     pub fn start(&mut self) -> Result<(), String> {
+        if self.child.is_some() {
+            return Ok(());
+        }
         let mut command = if self.namespaces {
             let mut command = Command::new("ip");
             command
