@@ -45,6 +45,8 @@ if [ "$want_test" = yes ]; then
   command -v npm >/dev/null 2>&1 || missing+=(npm)
   # redis-py: docs/languages.md's Python example runs in tests/tests/doc_examples.rs, with
   # python3 from the PATH or Debian's /usr/bin/python3 (where python3-redis installs).
+  # ip (iproute2): the fault soak (scripts/soak.sh) cuts nodes off in network namespaces.
+  command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   if ! python3 -c 'import redis' >/dev/null 2>&1 && ! /usr/bin/python3 -c 'import redis' >/dev/null 2>&1; then
     missing+=(python3-redis)
   fi

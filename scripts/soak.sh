@@ -35,6 +35,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# What it needs: the servers, redis-cli (the cluster is created with it) and ip (iproute2).
+scripts/deps.sh --test
 server_path="$(scripts/servers.sh path "$server")"
 cargo build --release -q -p idgen-module
 cargo build --release -q -p idgen-tests --bin soak
