@@ -33,6 +33,35 @@ pub struct NodeInfo {
     pub replica_of: Option<String>,
     /// Its slot ranges (masters), as `CLUSTER NODES` prints them.
     pub slots: Vec<String>,
+    /// Whether the node's flags say it failed or may have (`fail`, `fail?`).
+    pub failed: bool,
+}
+
+impl NodeInfo {
+    /// One line of `CLUSTER NODES` (`id ip:port@bus flags master-id … slots`), or `None`
+    /// for a line that is not one.
+    pub fn parse(line: &str) -> Option<NodeInfo> {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let port = fields
+            .get(1)?
+            .split('@')
+            .next()?
+            .rsplit(':')
+            .next()?
+            .parse()
+            .ok()?;
+        Some(NodeInfo {
+            id: fields[0].to_string(),
+            port,
+            master: fields.get(2)?.contains("master"),
+            failed: fields.get(2)?.contains("fail"),
+            replica_of: fields
+                .get(3)
+                .filter(|master| **master != "-")
+                .map(|master| master.to_string()),
+            slots: fields.iter().skip(8).map(|s| s.to_string()).collect(),
+        })
+    }
 }
 
 /// The URL of the node on `port`, with the cluster's password.
@@ -124,24 +153,7 @@ impl Cluster {
             return text
                 .lines()
                 .filter(|line| !line.contains("fail"))
-                .filter_map(|line| {
-                    let fields: Vec<&str> = line.split_whitespace().collect();
-                    let port = fields
-                        .get(1)?
-                        .split('@')
-                        .next()?
-                        .rsplit(':')
-                        .next()?
-                        .parse()
-                        .ok()?;
-                    Some(NodeInfo {
-                        id: fields[0].to_string(),
-                        port,
-                        master: fields[2].contains("master"),
-                        replica_of: (fields.get(3) != Some(&"-")).then(|| fields[3].to_string()),
-                        slots: fields.iter().skip(8).map(|s| s.to_string()).collect(),
-                    })
-                })
+                .filter_map(NodeInfo::parse)
                 .collect();
         }
         panic!("no cluster node answers");

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::deployment::{Network, Node, Nodes};
 use super::nemesis::Topology;
+use crate::cluster::NodeInfo as ClusterNode;
 
 /// The cluster topology as the nemesis sees it.
 pub struct ClusterTopology {
@@ -19,14 +20,6 @@ pub fn keys() -> Vec<String> {
     (0..12).map(|i| format!("soak:{i}")).collect()
 }
 
-/// One line of `CLUSTER NODES`.
-struct ClusterNode {
-    id: String,
-    port: u16,
-    master: bool,
-    failed: bool,
-}
-
 fn cluster_nodes(nodes: &Nodes) -> Option<Vec<ClusterNode>> {
     nodes.iter().find_map(|node| {
         let node = node.lock().unwrap();
@@ -34,27 +27,7 @@ fn cluster_nodes(nodes: &Nodes) -> Option<Vec<ClusterNode>> {
             .arg("NODES")
             .query(&mut node.conn().ok()?)
             .ok()?;
-        Some(
-            text.lines()
-                .filter_map(|line| {
-                    let fields: Vec<&str> = line.split_whitespace().collect();
-                    let port = fields
-                        .get(1)?
-                        .split('@')
-                        .next()?
-                        .rsplit(':')
-                        .next()?
-                        .parse()
-                        .ok()?;
-                    Some(ClusterNode {
-                        id: fields[0].to_string(),
-                        port,
-                        master: fields.get(2)?.contains("master"),
-                        failed: fields.get(2)?.contains("fail"),
-                    })
-                })
-                .collect(),
-        )
+        Some(text.lines().filter_map(ClusterNode::parse).collect())
     })
 }
 
