@@ -425,21 +425,7 @@ async fn local_path(server: &Server, tasks: u32, per_task: u64, rounds: usize) -
             .min_size(size);
         let buffer = client.segment_buffer(&format!("local-{tasks}-{round}"), options);
         buffer.next().await.unwrap();
-        let started = Instant::now();
-        let handles: Vec<_> = (0..tasks)
-            .map(|_| {
-                let buffer = buffer.clone();
-                tokio::spawn(async move {
-                    for _ in 0..per_task {
-                        std::hint::black_box(buffer.next().await.unwrap());
-                    }
-                })
-            })
-            .collect();
-        for handle in handles {
-            handle.await.unwrap();
-        }
-        ours.push((per_task * u64::from(tasks)) as f64 / started.elapsed().as_secs_f64());
+        ours.push(crate::client_side::buffer_rate(&buffer, tasks, per_task).await);
 
         let counter = Arc::new(AtomicU64::new(0));
         let started = Instant::now();

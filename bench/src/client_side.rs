@@ -93,6 +93,12 @@ async fn segment_rate(client: &Client, tasks: u32, per_task: u64) -> f64 {
         .max_size(10_000_000);
     let buffer = client.segment_buffer("local", options);
     buffer.next().await.unwrap(); // the first range, fetched before timing
+    buffer_rate(&buffer, tasks, per_task).await
+}
+
+/// Values per second that `tasks` tokio tasks take from `buffer`, `per_task` each, every
+/// value through `black_box`.
+pub async fn buffer_rate(buffer: &idgen_client::SegmentBuffer, tasks: u32, per_task: u64) -> f64 {
     let started = Instant::now();
     let handles: Vec<_> = (0..tasks)
         .map(|_| {

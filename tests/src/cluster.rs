@@ -38,6 +38,18 @@ pub struct NodeInfo {
 }
 
 impl NodeInfo {
+    /// Whether `slot` is in one of this node's slot ranges.
+    pub fn owns_slot(&self, slot: u16) -> bool {
+        self.slots.iter().any(|range| {
+            let mut bounds = range
+                .split('-')
+                .map(|b| b.parse::<u16>().unwrap_or(u16::MAX));
+            let low = bounds.next().unwrap_or(u16::MAX);
+            let high = bounds.next().unwrap_or(low);
+            (low..=high).contains(&slot)
+        })
+    }
+
     /// One line of `CLUSTER NODES` (`id ip:port@bus flags master-id … slots`), or `None`
     /// for a line that is not one.
     pub fn parse(line: &str) -> Option<NodeInfo> {

@@ -119,16 +119,7 @@ fn owner(cluster: &Cluster, slot: u16) -> NodeInfo {
         .nodes()
         .into_iter()
         .filter(|node| node.master)
-        .find(|node| {
-            node.slots.iter().any(|range| {
-                let mut bounds = range
-                    .split('-')
-                    .map(|b| b.parse::<u16>().unwrap_or(u16::MAX));
-                let low = bounds.next().unwrap_or(u16::MAX);
-                let high = bounds.next().unwrap_or(low);
-                (low..=high).contains(&slot)
-            })
-        })
+        .find(|node| node.owns_slot(slot))
         .expect("an owner for the slot")
 }
 

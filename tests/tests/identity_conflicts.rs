@@ -62,14 +62,7 @@ fn key_on(cluster: &Cluster, node: &NodeInfo) -> String {
                 .arg(key)
                 .query(&mut conn)
                 .unwrap();
-            node.slots.iter().any(|range| {
-                let mut bounds = range
-                    .split('-')
-                    .map(|b| b.parse::<u16>().unwrap_or(u16::MAX));
-                let low = bounds.next().unwrap_or(u16::MAX);
-                let high = bounds.next().unwrap_or(low);
-                (low..=high).contains(&slot)
-            })
+            node.owns_slot(slot)
         })
         .unwrap()
 }

@@ -237,13 +237,7 @@ async fn cluster_mode_routes_to_a_master_again_after_its_upgrade() {
     let master = cluster
         .nodes()
         .into_iter()
-        .find(|node| {
-            node.master
-                && node.slots.iter().any(|range| {
-                    let (first, last) = range.split_once('-').unwrap_or((range, range));
-                    (first.parse().unwrap()..=last.parse().unwrap()).contains(&slot)
-                })
-        })
+        .find(|node| node.master && node.owns_slot(slot))
         .expect("a master serving the key");
     let issuing = Issuing::start(client, "orders");
     let before = version_of(&mut cluster.node_conn(master.port));
