@@ -15,6 +15,7 @@ mod next;
 mod node;
 mod permissions;
 mod report;
+mod server_errors;
 mod target;
 mod watch;
 

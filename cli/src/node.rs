@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::server_errors::{is_noperm, is_unknown_command};
 use idgen_client::redis::{self, aio::MultiplexedConnection, RedisError};
 use idgen_client::NodeIdentity;
 
@@ -75,10 +76,6 @@ fn describe(error: &RedisError) -> String {
     error.to_string()
 }
 
-fn is_noperm(error: &RedisError) -> bool {
-    error.code() == Some("NOPERM")
-}
-
 /// Asks one node everything; `Err` when it cannot be reached or is not Redis.
 pub async fn gather(
     node: &NodeAddress,
@@ -143,15 +140,7 @@ async fn identity(conn: &mut MultiplexedConnection) -> IdentityAnswer {
             Err(error) => IdentityAnswer::Failed(error.to_string()),
         },
         Err(error) if is_noperm(&error) => IdentityAnswer::Denied(describe(&error)),
-        Err(error)
-            if error
-                .detail()
-                .unwrap_or_default()
-                .to_lowercase()
-                .contains("unknown command") =>
-        {
-            IdentityAnswer::NotLoaded
-        }
+        Err(error) if is_unknown_command(&error) => IdentityAnswer::NotLoaded,
         Err(error) => IdentityAnswer::Failed(describe(&error)),
     }
 }

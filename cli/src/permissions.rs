@@ -9,6 +9,7 @@
 //! which the module refuses before it opens the key (nothing is written, but each such
 //! probe counts once in `idgen_errors`).
 
+use crate::server_errors;
 use idgen_client::redis::{self, aio::MultiplexedConnection, Cmd, RedisError};
 
 /// One command an application needs.
@@ -136,15 +137,7 @@ fn classify(result: Result<redis::Value, RedisError>, allowed_otherwise: bool) -
                 Outcome::DeniedCommand
             }
         }
-        Err(error)
-            if error
-                .detail()
-                .unwrap_or_default()
-                .to_lowercase()
-                .contains("unknown command") =>
-        {
-            Outcome::UnknownCommand
-        }
+        Err(error) if server_errors::is_unknown_command(&error) => Outcome::UnknownCommand,
         // Queued commands: Redis checks the ACL first, so a later refusal means allowed.
         Err(_) if allowed_otherwise => Outcome::Allowed,
         Err(error) => Outcome::Unclear(error.to_string()),
@@ -152,7 +145,7 @@ fn classify(result: Result<redis::Value, RedisError>, allowed_otherwise: bool) -
 }
 
 fn is_noperm(result: &Result<redis::Value, RedisError>) -> bool {
-    matches!(result, Err(error) if error.code() == Some("NOPERM"))
+    matches!(result, Err(error) if server_errors::is_noperm(error))
 }
 
 /// Tries every command of `set`. Leaves the connection unusable for anything else (a
