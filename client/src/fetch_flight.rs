@@ -9,7 +9,8 @@
 //! it fails, get its error rather than starting another: a caller waits at most one fetch,
 //! whose length the client's `connect_timeout` and `response_timeout` bound.
 
-use std::sync::Mutex;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
@@ -85,6 +86,32 @@ impl FetchFlight {
             _ => None,
         }
     }
+}
+
+/// Starts a fetch for `owner` in its own task unless one is under way on `flight_of(owner)`;
+/// returns the flight to wait for. The fetch returns its error, if any: the flight lands
+/// with it (and with an error of its own if the task is dropped before it finishes).
+pub(crate) fn launch<S, F, Fut>(
+    owner: &Arc<S>,
+    flight_of: fn(&S) -> &FetchFlight,
+    fetch: F,
+) -> Flight
+where
+    S: Send + Sync + 'static,
+    F: FnOnce(Arc<S>) -> Fut + Send + 'static,
+    Fut: Future<Output = Option<Error>> + Send + 'static,
+{
+    let flight = match flight_of(owner).start() {
+        Ok(flight) => flight,
+        Err(running) => return running,
+    };
+    let owner = Arc::clone(owner);
+    tokio::spawn(async move {
+        let landing = LandOnDrop::new(flight_of(&owner), flight);
+        let error = fetch(Arc::clone(&owner)).await;
+        landing.land(error);
+    });
+    flight
 }
 
 /// Lands a flight when dropped, with an error unless [`LandOnDrop::land`] was called: a

@@ -12,14 +12,20 @@
 //!
 //! Snowflake batches (an ID's time is when the server issued it, so every millisecond an ID
 //! waits in the cache is staleness):
-//! - a refill starts once the cached IDs would last less than [`snowflake_lead`] (one and a
-//!   half round trips plus 3 ms), so that it lands just before the cache runs dry;
-//! - a batch holds what callers use in one round trip plus 2 ms, at least twice the last
-//!   batch when callers had to wait for it, within `1..=batch`.
+//! - a refill starts once the cached IDs would last less than [`snowflake_lead`] (one
+//!   round trip plus four spreads (at most half a round trip) plus 3 ms, in whole intervals between bursts when callers
+//!   take in bursts), so that it lands just before the cache runs dry, or would not cover
+//!   the largest burst callers took lately (`demand.rs`);
+//! - a batch holds what callers use in one round trip plus 2 ms (plus the time between
+//!   bursts), at least one burst, at least twice the last batch when callers had to wait
+//!   for it, within `1..=batch`;
+//! - an ID more than two round trips plus 10 ms (plus three intervals between bursts) old
+//!   is thrown away rather than handed out ([`snowflake_young_limit`]), and the cache
+//!   counts such IDs as gone when it times its refills ([`snowflake_time_left`]).
 //!
-//! An ID taken from a batch is then at most about two round trips plus 5 ms old at steady
-//! rates: half a round trip on its way back, half a round trip of lead left in the cache
-//! when the batch lands, and the batch's own length.
+//! An ID taken from a batch is then at most about one and a half round trips plus 5 ms
+//! (and four spreads) old at steady rates: half a round trip on its way back, the lead's
+//! margin left in the cache when the batch lands, and the batch's own length.
 
 use std::time::Duration;
 
@@ -36,10 +42,6 @@ pub(crate) const MIN_RATE_SAMPLE: u64 = 64;
 /// A shorter span says nothing about a rate.
 pub(crate) const MIN_RATE_SPAN: Duration = Duration::from_micros(10);
 
-/// A snowflake cache measures its rate over at least this span: callers that come in
-/// bursts (a task woken every millisecond) would otherwise look many times faster.
-pub(crate) const MIN_SNOWFLAKE_RATE_SPAN: Duration = Duration::from_millis(5);
-
 /// Rates and round trips as the buffers measure them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Pace {
@@ -47,6 +49,11 @@ pub(crate) struct Pace {
     pub rate: f64,
     /// How long a fetch took, from its start to its reply; 0 before one was measured.
     pub round_trip: Duration,
+    /// How far fetches stray from `round_trip` (a smoothed mean deviation, as TCP's
+    /// RTTVAR); 0 before a fetch was measured.
+    pub round_trip_spread: Duration,
+    /// The most values (IDs) callers lately took at once; 0 when not measured.
+    pub burst: u64,
 }
 
 impl Default for Pace {
@@ -54,6 +61,8 @@ impl Default for Pace {
         Pace {
             rate: 0.0,
             round_trip: Duration::ZERO,
+            round_trip_spread: Duration::ZERO,
+            burst: 0,
         }
     }
 }
@@ -81,13 +90,29 @@ impl Pace {
 
     /// Folds in a measured round trip: the estimate moves halfway to it. A slow fetch (a
     /// busy runtime, a pool connection being opened) must not make every later batch larger
-    /// and older for long; the leads' margins cover single slow fetches.
+    /// and older for long; the spread (a quarter of the way to each deviation, starting at
+    /// half the first round trip, as TCP's RTTVAR) widens the snowflake cache's lead
+    /// while fetches vary.
     pub fn observe_round_trip(&mut self, sample: Duration) {
-        self.round_trip = if self.round_trip.is_zero() {
-            sample
+        if self.round_trip.is_zero() {
+            self.round_trip = sample;
+            self.round_trip_spread = sample / 2;
+            return;
+        }
+        let deviation = self.round_trip.abs_diff(sample);
+        self.round_trip_spread = (self.round_trip_spread * 3 + deviation) / 4;
+        self.round_trip = (self.round_trip + sample) / 2;
+    }
+
+    /// How long callers take, at the measured rate, to use one burst: the time between
+    /// bursts when they take in bursts, between IDs when they take one at a time (at most
+    /// a second).
+    fn between_bursts(&self) -> Duration {
+        if self.rate > 0.0 && self.burst > 0 {
+            Duration::from_secs_f64((self.burst as f64 / self.rate).min(1.0))
         } else {
-            (self.round_trip + sample) / 2
-        };
+            Duration::ZERO
+        }
     }
 
     /// How many values the measured rate uses in `span`, rounded up.
@@ -144,26 +169,83 @@ pub(crate) fn prefetch_index(count: u64, pace: &Pace, bounds: &RangeBounds) -> u
     latest.min(by_time).min(count - 1)
 }
 
-/// How much time a snowflake cache keeps in hand when it starts a refill.
+/// How much time a snowflake cache keeps in hand when it starts a refill: one round trip
+/// plus four spreads (as TCP's retransmission timeout), at most half a round trip more,
+/// plus 3 ms (callers woken by tokio's 1 ms timer tick start refills up to a tick or two
+/// late, and the fetch's task waits its turn on the runtime). Every millisecond of lead is
+/// a millisecond of age. Callers that take in larger
+/// bursts (or one ID at a time, rarely) can start a refill only when they take, so the
+/// cache must then last until the next burst and through every burst that comes before a
+/// refill started then lands: the round trip and spreads rounded down to whole intervals
+/// between bursts, plus one.
 pub(crate) fn snowflake_lead(pace: &Pace) -> Duration {
-    pace.round_trip * 3 / 2 + Duration::from_millis(3)
+    let fetch = pace.round_trip + (pace.round_trip_spread * 4).min(pace.round_trip / 2);
+    let lead = fetch + Duration::from_millis(3);
+    let between = pace.between_bursts();
+    if between.is_zero() {
+        return lead;
+    }
+    let whole = (fetch.as_secs_f64() / between.as_secs_f64()).floor();
+    lead.max(between.mul_f64(whole + 1.0))
 }
 
-/// Whether a cache holding `cached` IDs should start a refill.
-pub(crate) fn snowflake_refill_due(cached: usize, pace: &Pace) -> bool {
-    cached == 0 || (cached as f64) < pace.values_in(snowflake_lead(pace))
+/// How long since its batch arrived an ID may be handed out: two round trips plus 10 ms,
+/// plus three intervals between bursts when callers take in bursts (the lead and the
+/// batch each hold one more, and an ID waits for the next burst), and never above
+/// `max_age`. In steady use IDs are handed out well before
+/// this (about one and a half round trips plus 5 ms after they arrive); what it throws
+/// away is the surplus of a batch that grew past demand (batches double while callers
+/// wait, so one may hold up to twice what they needed).
+pub(crate) fn snowflake_young_limit(pace: &Pace, max_age: Duration) -> Duration {
+    let limit = pace.round_trip * 2 + Duration::from_millis(10) + pace.between_bursts() * 3;
+    limit.min(max_age)
 }
 
-/// The size of the next snowflake batch: one round trip plus 2 ms of use, at least twice
-/// `last` when callers waited for the last batch, within `1..=max_batch`.
-pub(crate) fn snowflake_batch(pace: &Pace, last: u32, callers_waited: bool, max: u32) -> u32 {
-    let by_rate = pace.values_in(pace.round_trip + Duration::from_millis(2));
-    let grown = if callers_waited {
-        f64::from(last) * 2.0
-    } else {
-        0.0
+/// How long cached batches last at the measured rate, taken front to back: each until it
+/// is used up, or until it grows too old (its rest is then thrown away and the next batch
+/// taken). Each batch is given as its number of IDs and how long it stays young.
+pub(crate) fn snowflake_time_left(
+    batches: impl IntoIterator<Item = (usize, Duration)>,
+    pace: &Pace,
+) -> Duration {
+    let mut left = Duration::ZERO;
+    for (ids, young_for) in batches {
+        if young_for <= left {
+            continue;
+        }
+        if pace.rate <= 0.0 {
+            return young_for.max(left);
+        }
+        let lasts = Duration::from_secs_f64(ids as f64 / pace.rate);
+        left = (left + lasts).min(young_for);
+    }
+    left
+}
+
+/// Whether a cache should start a refill: when its `cached` IDs would last less than the
+/// lead (`time_left`, see [`snowflake_time_left`]), or would not cover the largest recent
+/// burst.
+pub(crate) fn snowflake_refill_due(cached: usize, time_left: Duration, pace: &Pace) -> bool {
+    cached == 0 || time_left < snowflake_lead(pace) || (cached as u64) < pace.burst
+}
+
+/// The size of the next snowflake batch: what callers use in one round trip plus 2 ms (or
+/// plus one interval between bursts, when longer), at least the largest recent burst,
+/// within `1..=max`; when callers waited for the last batch, at least twice it, and four
+/// times it when they waited for the one before too (demand far above the batches: reach
+/// it in half the round trips; the surplus is thrown away before it grows old).
+pub(crate) fn snowflake_batch(pace: &Pace, last: u32, waits_in_a_row: u32, max: u32) -> u32 {
+    let span = pace.round_trip + pace.between_bursts().max(Duration::from_millis(2));
+    // Rounded, not up: at a few IDs a second, one more ID a batch than callers take in a
+    // round trip would pile up in the cache and be thrown away old.
+    let by_rate = (pace.rate * span.as_secs_f64()).round();
+    let growth = match waits_in_a_row {
+        0 => 0.0,
+        1 => 2.0,
+        _ => 4.0,
     };
-    (by_rate.max(grown).min(f64::from(max.max(1))) as u32).max(1)
+    let wanted = by_rate.max(f64::from(last) * growth).max(pace.burst as f64);
+    (wanted.min(f64::from(max.max(1))) as u32).max(1)
 }
 
 #[cfg(test)]
@@ -183,8 +265,14 @@ mod tests {
         }
     }
 
+    /// A pace with a steady round trip (no spread).
     fn pace(rate: f64, round_trip: Duration) -> Pace {
-        Pace { rate, round_trip }
+        Pace {
+            rate,
+            round_trip,
+            round_trip_spread: Duration::ZERO,
+            burst: 0,
+        }
     }
 
     #[test]
@@ -202,8 +290,15 @@ mod tests {
             ms(41),
             "the first measurement is taken as it is"
         );
+        assert_eq!(
+            p.round_trip_spread,
+            Duration::from_micros(20_500),
+            "half at first"
+        );
         p.observe_round_trip(ms(1));
         assert_eq!(p.round_trip, ms(21));
+        // A quarter of the way from 20.5 ms to the deviation of 40 ms.
+        assert_eq!(p.round_trip_spread, Duration::from_micros(25_375));
         p.observe_use(5, Duration::from_micros(1));
         assert_eq!(p.rate, 1000.0, "a span too short to say anything");
         p.observe_use(5, ms(1));
@@ -257,26 +352,143 @@ mod tests {
     }
 
     #[test]
-    fn a_cache_refills_when_its_ids_would_last_less_than_one_and_a_half_round_trips() {
-        // 50k IDs/s, 50 ms: lead 78 ms = 3,900 IDs.
+    fn a_cache_refills_when_its_ids_would_last_less_than_a_round_trip_and_four_spreads() {
+        // 50k IDs/s, 50 ms, no spread: lead 53 ms = 2,650 IDs.
         let p = pace(50_000.0, ms(50));
-        assert!(snowflake_refill_due(3_899, &p));
-        assert!(!snowflake_refill_due(3_900, &p));
-        assert!(snowflake_refill_due(0, &pace(0.0, ms(50))), "empty");
-        assert!(!snowflake_refill_due(1, &pace(0.0, ms(50))));
+        let due = |ids: usize| {
+            let left = snowflake_time_left([(ids, ms(1_000))], &p);
+            snowflake_refill_due(ids, left, &p)
+        };
+        assert!(due(2_649));
+        assert!(!due(2_650));
+        let varying = Pace {
+            round_trip_spread: ms(5),
+            ..p
+        };
+        assert_eq!(snowflake_lead(&varying), ms(73));
+        let wild = Pace {
+            round_trip_spread: ms(40),
+            ..p
+        };
+        assert_eq!(
+            snowflake_lead(&wild),
+            ms(78),
+            "at most half a round trip more"
+        );
+        let idle = pace(0.0, ms(50));
+        assert!(snowflake_refill_due(0, ms(1_000), &idle), "empty");
+        let left = snowflake_time_left([(1, ms(1_000))], &idle);
+        assert!(!snowflake_refill_due(1, left, &idle));
     }
 
     #[test]
-    fn a_batch_covers_one_round_trip_and_doubles_after_callers_waited() {
-        let p = pace(50_000.0, ms(50));
-        assert_eq!(snowflake_batch(&p, 10, false, 100_000), 2_600);
-        assert_eq!(snowflake_batch(&p, 2_000, true, 100_000), 4_000);
+    fn cached_ids_last_until_used_up_or_until_the_batch_in_use_grows_too_old() {
+        let p = pace(1_000.0, ms(1));
         assert_eq!(
-            snowflake_batch(&p, 10, false, 1_000),
+            snowflake_time_left([(10, ms(100)), (20, ms(200))], &p),
+            ms(30)
+        );
+        assert_eq!(
+            snowflake_time_left([(10, ms(100)), (200, ms(150))], &p),
+            ms(150),
+            "the second batch's rest is too old from 150 ms on"
+        );
+        assert_eq!(
+            snowflake_time_left([(10, ms(5)), (20, ms(200))], &p),
+            ms(25),
+            "the first batch's rest is thrown away at 5 ms, then the second lasts 20"
+        );
+        assert_eq!(
+            snowflake_time_left([(10, ms(50)), (20, ms(5))], &p),
+            ms(10),
+            "the second batch is too old by the time the first is used up"
+        );
+        assert_eq!(snowflake_time_left([], &p), Duration::ZERO);
+    }
+
+    #[test]
+    fn ids_stay_young_for_two_round_trips_and_10_ms_and_three_burst_intervals() {
+        let p = pace(50_000.0, ms(50));
+        assert_eq!(snowflake_young_limit(&p, ms(1_000)), ms(110));
+        // 16 IDs at once every 16 ms.
+        let bursts = Pace {
+            burst: 16,
+            ..pace(1_000.0, ms(2))
+        };
+        assert_eq!(snowflake_young_limit(&bursts, ms(1_000)), ms(62));
+        assert_eq!(snowflake_young_limit(&p, ms(20)), ms(20), "max_age");
+        assert_eq!(
+            snowflake_young_limit(&pace(0.0, ms(1)), ms(1_000)),
+            ms(12),
+            "nothing measured"
+        );
+    }
+
+    #[test]
+    fn a_cache_keeps_a_burst_and_a_batch_covers_one_and_one_interval_between_bursts() {
+        // 1,000 IDs/s taken 16 at once, every 16 ms: at 1 ms one and a half round trips
+        // hold no whole interval, so the cache need only last until the next burst; a
+        // batch covers 1 + 16 ms.
+        let p = Pace {
+            burst: 16,
+            ..pace(1_000.0, ms(1))
+        };
+        assert_eq!(snowflake_lead(&p), ms(16));
+        assert!(snowflake_refill_due(15, ms(40), &p), "less than a burst");
+        assert!(snowflake_refill_due(16, ms(15), &p), "less than the lead");
+        assert!(!snowflake_refill_due(16, ms(16), &p));
+        // At 26 ms: the round trip holds one whole interval, plus one.
+        let slower = Pace {
+            round_trip: ms(26),
+            ..p
+        };
+        assert_eq!(snowflake_lead(&slower), ms(32));
+        // 50,000 IDs/s taken by callers woken every 2 ms: within the margin.
+        let ticks = Pace {
+            burst: 100,
+            ..pace(50_000.0, ms(3))
+        };
+        assert_eq!(snowflake_lead(&ticks), ms(6));
+        // Two IDs a second, one at a time: the ID in hand lasts until the next call, when
+        // a refill still lands long before the call after.
+        let rare = Pace {
+            burst: 1,
+            ..pace(2.0, ms(5))
+        };
+        assert_eq!(snowflake_lead(&rare), ms(500));
+        assert!(!snowflake_refill_due(1, ms(500), &rare));
+        assert_eq!(snowflake_batch(&rare, 1, 0, 100_000), 1);
+        assert_eq!(snowflake_batch(&p, 10, 0, 100_000), 17);
+        assert_eq!(snowflake_batch(&p, 10, 0, 8), 8, "the largest batch");
+        let one_at_a_time = pace(1_000.0, ms(1));
+        assert_eq!(snowflake_batch(&one_at_a_time, 10, 0, 100_000), 3);
+        let few_but_large = Pace {
+            burst: 500,
+            ..pace(10.0, ms(1))
+        };
+        assert_eq!(
+            snowflake_batch(&few_but_large, 10, 0, 100_000),
+            500,
+            "at least one burst"
+        );
+    }
+
+    #[test]
+    fn a_batch_covers_one_round_trip_and_grows_after_callers_waited() {
+        let p = pace(50_000.0, ms(50));
+        assert_eq!(snowflake_batch(&p, 10, 0, 100_000), 2_600);
+        assert_eq!(snowflake_batch(&p, 2_000, 1, 100_000), 4_000);
+        assert_eq!(
+            snowflake_batch(&p, 2_000, 2, 100_000),
+            8_000,
+            "twice in a row"
+        );
+        assert_eq!(
+            snowflake_batch(&p, 10, 0, 1_000),
             1_000,
             "the largest batch"
         );
-        assert_eq!(snowflake_batch(&pace(0.0, ms(1)), 0, false, 1000), 1);
-        assert_eq!(snowflake_batch(&pace(1000.0, ms(1)), 1, false, 1000), 3);
+        assert_eq!(snowflake_batch(&pace(0.0, ms(1)), 0, 0, 1000), 1);
+        assert_eq!(snowflake_batch(&pace(1000.0, ms(1)), 1, 0, 1000), 3);
     }
 }

@@ -64,6 +64,7 @@ pub mod commands;
 mod connect;
 mod connection;
 mod cooperate;
+mod demand;
 mod deployment;
 mod error;
 mod fetch_flight;

@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 use crate::cooperate::poll_budget;
 use crate::error::Result;
-use crate::fetch_flight::{FetchFlight, LandOnDrop};
+use crate::fetch_flight::{self, FetchFlight};
 use crate::fetch_plan::{self, Pace, RangeBounds, MIN_RATE_SAMPLE};
 use crate::metrics::Metrics;
 use crate::range_slots::{Epoch, RangeSlots, RangeSpec, Taken};
@@ -323,44 +323,40 @@ impl Shared {
     /// Starts fetching the next range in its own task unless a fetch is under way; returns
     /// the flight to wait for.
     fn launch(self: &Arc<Self>) -> crate::fetch_flight::Flight {
-        let flight = match self.flight.start() {
-            Ok(flight) => flight,
-            Err(running) => return running,
-        };
-        let shared = Arc::clone(self);
-        tokio::spawn(async move {
-            let landing = LandOnDrop::new(&shared.flight, flight);
-            let size = {
+        fetch_flight::launch(
+            self,
+            |shared| &shared.flight,
+            |shared| async move {
+                let size = {
+                    let mut reserve = shared.lock();
+                    // Before a rate is measured, the configured first size.
+                    if reserve.pace.rate > 0.0 {
+                        reserve.size = fetch_plan::range_size(&reserve.pace, &shared.bounds);
+                    }
+                    reserve.size
+                };
+                let started = Instant::now();
+                let outcome = shared.source.segment_range(&shared.key, size).await;
                 let mut reserve = shared.lock();
-                // Before a rate is measured, the configured first size.
-                if reserve.pace.rate > 0.0 {
-                    reserve.size = fetch_plan::range_size(&reserve.pace, &shared.bounds);
+                reserve.pace.observe_round_trip(started.elapsed());
+                match outcome {
+                    Ok(range) => {
+                        reserve.spare = Some(RangeSpec {
+                            first: range.first,
+                            step: range.step as i64,
+                            count: range.count,
+                            prefetch_at: u64::MAX, // placed at install
+                        });
+                        None
+                    }
+                    Err(error) => {
+                        drop(reserve);
+                        tracing::warn!(key = %shared.key, %error, "fetching a segment range failed");
+                        Some(error)
+                    }
                 }
-                reserve.size
-            };
-            let started = Instant::now();
-            let outcome = shared.source.segment_range(&shared.key, size).await;
-            let mut reserve = shared.lock();
-            reserve.pace.observe_round_trip(started.elapsed());
-            match outcome {
-                Ok(range) => {
-                    reserve.spare = Some(RangeSpec {
-                        first: range.first,
-                        step: range.step as i64,
-                        count: range.count,
-                        prefetch_at: u64::MAX, // placed at install
-                    });
-                    drop(reserve);
-                    landing.land(None);
-                }
-                Err(error) => {
-                    drop(reserve);
-                    tracing::warn!(key = %shared.key, %error, "fetching a segment range failed");
-                    landing.land(Some(error));
-                }
-            }
-        });
-        flight
+            },
+        )
     }
 }
 

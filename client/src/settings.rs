@@ -91,7 +91,10 @@ pub struct SnowflakeCacheOptions {
     /// Defaults to 100,000.
     pub batch: u32,
     /// IDs older than this (since they were fetched) are thrown away, never handed out,
-    /// so cached IDs stay close to real time. Defaults to 1 s.
+    /// so cached IDs stay close to real time. The cache throws away IDs sooner when the
+    /// round trip allows: once older than about two round trips plus 10 ms (plus three
+    /// intervals between bursts when callers take in bursts), see [`crate::SnowflakeCache`].
+    /// Defaults to 1 s.
     pub max_age: Duration,
     /// No longer used: a refill starts when the cached IDs would last less than one and a
     /// half measured round trips (plus 3 ms). Kept so that code setting it still compiles.

@@ -3,11 +3,16 @@
 //!
 //! - One fetch in flight (`fetch_flight.rs`), run as its own task; callers that find the
 //!   cache empty wait for it.
-//! - Timed and sized from measurements (`fetch_plan.rs`): a refill starts once the cached IDs
-//!   would last less than one and a half round trips (plus 3 ms) at the measured rate, and
-//!   a batch holds one round trip plus 2 ms of use (doubling while callers wait), at most
-//!   `batch` IDs. A batch that lasts about one round trip keeps IDs young: at steady rates
-//!   an ID is handed out about two round trips plus 5 ms after the server issued it.
+//! - Timed and sized from measurements (`fetch_plan.rs`, `demand.rs`): a refill starts once
+//!   the cached IDs would last less than a round trip plus four times its spread (at most
+//!   half a round trip) plus 3 ms at the callers' rate, or would not cover the largest
+//!   burst they took lately; a batch holds one round trip plus 2 ms of use (growing while
+//!   callers wait), at most `batch` IDs. The rate is capped by what callers took over the
+//!   last two seconds, so that the catch-up after a wait (a paced caller's backlog, taken
+//!   at once) does not size batches of seconds' worth of IDs.
+//! - Young: an ID older than about two round trips plus 10 ms since its batch arrived is
+//!   thrown away, not handed out (the surplus of a batch that grew past demand), and
+//!   refills are timed counting those IDs as gone.
 //! - Ordered: IDs are handed out under one lock, in the order they were issued; an ID not
 //!   above the last one handed out (a batch from another node after a failover) is thrown
 //!   away, so IDs from one cache strictly increase.
@@ -19,14 +24,18 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::demand::DemandMeter;
 use crate::error::Result;
-use crate::fetch_flight::{FetchFlight, Flight, LandOnDrop};
+use crate::fetch_flight::{self, FetchFlight, Flight};
 use crate::fetch_plan::{self, Pace};
 use crate::id::Id;
 use crate::metrics::Metrics;
 use crate::settings::SnowflakeCacheOptions;
 use crate::source::IdSource;
 use crate::wait_stats::{WaitCounter, WaitStats, WaitTimer};
+
+/// How long callers that waited for a batch may take to catch up, beyond two round trips.
+const CATCH_UP_SPAN: Duration = Duration::from_millis(10);
 
 /// The first batch, before a rate is measured.
 const FIRST_BATCH: u32 = 16;
@@ -44,19 +53,39 @@ struct Store {
     cached: usize,
     /// The last ID handed out (or thrown away for order): every later ID is above it.
     last: Option<i64>,
+    /// The measured round trip, and the rate as `demand` last estimated it.
     pace: Pace,
-    /// IDs handed out since `sampled_at`, for the next rate sample.
-    handed: u64,
-    sampled_at: Instant,
-    /// Since when callers find the cache empty, and for how long it was empty since
-    /// `sampled_at`: the rate is measured over the time IDs were at hand, since callers
-    /// that wait take none.
-    dry_since: Option<Instant>,
-    dry: Duration,
+    demand: DemandMeter,
     /// The size of the last batch asked for.
     last_batch: u32,
     /// Whether a caller found the cache empty since the last batch was asked for.
     callers_waited: bool,
+    /// How many batches in a row callers waited for.
+    waits_in_a_row: u32,
+    /// Since when callers wait for a batch, if they do.
+    dry_since: Option<Instant>,
+    /// Until when IDs are taken by callers catching up after waiting for a batch: their
+    /// backlog, taken at once, is not a burst they make by habit.
+    catch_up_until: Option<Instant>,
+}
+
+impl Store {
+    /// How long an ID may be cached before it is handed out (see
+    /// `fetch_plan::snowflake_young_limit`), as of `now`.
+    fn young_limit(&mut self, now: Instant, max_age: Duration) -> Duration {
+        self.pace.burst = self.demand.largest_burst(now);
+        fetch_plan::snowflake_young_limit(&self.pace, max_age)
+    }
+
+    /// How long the cached IDs last from `now` at the measured rate (see
+    /// `fetch_plan::snowflake_time_left`).
+    fn time_left(&self, now: Instant, limit: Duration) -> Duration {
+        let batches = self.batches.iter().map(|batch| {
+            let young_until = batch.fetched + limit;
+            (batch.ids.len(), young_until.saturating_duration_since(now))
+        });
+        fetch_plan::snowflake_time_left(batches, &self.pace)
+    }
 }
 
 struct Shared {
@@ -77,12 +106,14 @@ struct Shared {
 ///   them, across all tasks and clones: if one `next` returns before another starts, the
 ///   second returns a larger ID. (Different caches, even for the same key, are ordered only
 ///   as the servers' IDs are: by time, k-sorted.)
-/// - **Staleness**: an ID is never handed out more than `max_age` after its batch arrived
-///   (older ones are thrown away). At steady rates batches are sized to last about one round
-///   trip and refills timed to land just before the cache runs dry, so an ID's time is
-///   usually within about two round trips plus 5 ms of when it is handed out. At rates so
-///   low that one ID lasts longer than that, an ID waits in the cache for the next caller,
-///   up to `max_age`.
+/// - **Staleness**: at steady rates batches are sized to last about one round trip and
+///   refills timed to land just before the cache runs dry, so an ID's time is within about
+///   two round trips plus 5 ms of when it is handed out. Callers that take in bursts (many
+///   tasks woken by one timer) add up to three intervals between their bursts: an ID waits
+///   in the cache for the next burst. No ID is handed out more than two round trips plus
+///   10 ms (plus those intervals) after its batch arrived, nor more than `max_age`: older
+///   ones are thrown away (see [`SnowflakeCache::discarded`]). At rates so low that one ID
+///   lasts longer than that, the cache keeps one ID for the next caller, up to `max_age`.
 /// - **Waiting**: a caller waits on the server only when the cache is empty (at first use,
 ///   or when demand jumps); the wait lasts at most one fetch — bounded by the client's
 ///   `connect_timeout` (when a new connection is needed) plus `response_timeout` — and
@@ -117,12 +148,12 @@ impl SnowflakeCache {
                     cached: 0,
                     last: None,
                     pace: Pace::default(),
-                    handed: 0,
-                    sampled_at: Instant::now(),
+                    demand: DemandMeter::new(Instant::now()),
                     dry_since: None,
-                    dry: Duration::ZERO,
+                    catch_up_until: None,
                     last_batch: FIRST_BATCH / 2,
                     callers_waited: true,
+                    waits_in_a_row: 0,
                 }),
                 flight: FetchFlight::default(),
                 discarded: AtomicU64::new(0),
@@ -169,7 +200,7 @@ impl SnowflakeCache {
     /// How many fresh IDs the cache holds now.
     pub fn cached(&self) -> usize {
         let mut store = self.shared.lock();
-        self.shared.drop_stale(&mut store);
+        self.shared.drop_stale(&mut store, Instant::now());
         store.cached
     }
 
@@ -191,11 +222,13 @@ impl Shared {
         crate::lock::lock(&self.store)
     }
 
-    /// Throws away used-up batches and those older than `max_age`; returns how many IDs.
-    fn drop_stale(&self, store: &mut Store) -> usize {
+    /// Throws away used-up batches and those older than the young limit; returns how many
+    /// IDs, and the limit.
+    fn drop_stale(&self, store: &mut Store, now: Instant) -> (usize, Duration) {
+        let limit = store.young_limit(now, self.options.max_age);
         let mut thrown = 0;
         while let Some(batch) = store.batches.front() {
-            let stale = batch.fetched.elapsed() > self.options.max_age;
+            let stale = now.saturating_duration_since(batch.fetched) > limit;
             if !batch.ids.is_empty() && !stale {
                 break;
             }
@@ -204,13 +237,14 @@ impl Shared {
             store.batches.pop_front();
         }
         self.discarded.fetch_add(thrown as u64, Ordering::Relaxed);
-        thrown
+        (thrown, limit)
     }
 
     /// Takes a fresh ID if there is one, and says whether a refill is due.
     fn take(&self) -> (Option<i64>, bool) {
+        let now = Instant::now();
         let mut store = self.lock();
-        let thrown = self.drop_stale(&mut store);
+        let (thrown, limit) = self.drop_stale(&mut store, now);
         let id = store
             .batches
             .front_mut()
@@ -218,77 +252,66 @@ impl Shared {
         match id {
             Some(id) => {
                 store.cached -= 1;
-                store.handed += 1;
                 store.last = Some(id);
+                if store.catch_up_until.is_some_and(|until| now < until) {
+                    store.demand.took_catching_up(1, now);
+                } else {
+                    store.demand.took(1, now);
+                }
+                store.pace.rate = store.demand.rate();
             }
             None => {
-                store.dry_since.get_or_insert_with(Instant::now);
-                // Demand outran the batches, unless they only grew too old (a low rate).
-                store.callers_waited |= thrown == 0;
+                if thrown == 0 {
+                    // Demand outran the batches (not: they only grew too old, a low rate).
+                    store.callers_waited = true;
+                    store.dry_since.get_or_insert(now);
+                }
             }
         }
-        let due = fetch_plan::snowflake_refill_due(store.cached, &store.pace);
+        let time_left = store.time_left(now, limit);
+        let due = fetch_plan::snowflake_refill_due(store.cached, time_left, &store.pace);
         (id, due && !self.flight.is_running())
     }
 
     /// Starts a refill in its own task unless one is under way; returns the flight to wait
     /// for.
     fn launch(self: &Arc<Self>) -> Flight {
-        let flight = match self.flight.start() {
-            Ok(flight) => flight,
-            Err(running) => return running,
-        };
-        let shared = Arc::clone(self);
-        tokio::spawn(async move {
-            let landing = LandOnDrop::new(&shared.flight, flight);
-            let count = shared.plan_batch();
-            let started = Instant::now();
-            let outcome = shared.source.snowflakes(&shared.key, count).await;
-            let error = match outcome {
-                Ok(ids) => {
-                    Metrics::add(&shared.source.metrics().snowflake_batches_fetched, 1);
-                    shared.store_batch(ids, started);
-                    None
+        fetch_flight::launch(
+            self,
+            |shared| &shared.flight,
+            |shared| async move {
+                let count = shared.plan_batch();
+                let started = Instant::now();
+                match shared.source.snowflakes(&shared.key, count).await {
+                    Ok(ids) => {
+                        Metrics::add(&shared.source.metrics().snowflake_batches_fetched, 1);
+                        shared.store_batch(ids, started);
+                        None
+                    }
+                    Err(error) => {
+                        shared.lock().pace.observe_round_trip(started.elapsed());
+                        tracing::warn!(key = %shared.key, %error, "fetching snowflake IDs failed");
+                        Some(error)
+                    }
                 }
-                Err(error) => {
-                    shared.lock().pace.observe_round_trip(started.elapsed());
-                    tracing::warn!(key = %shared.key, %error, "fetching snowflake IDs failed");
-                    Some(error)
-                }
-            };
-            landing.land(error);
-        });
-        flight
+            },
+        )
     }
 
-    /// The size of the batch to fetch now, from the rate since the last one was asked for.
+    /// The size of the batch to fetch now, from the rate and bursts measured so far.
     fn plan_batch(&self) -> u32 {
         let mut store = self.lock();
         let now = Instant::now();
-        if let Some(since) = store.dry_since {
-            store.dry += now.saturating_duration_since(since);
-            store.dry_since = Some(now);
-        }
-        let elapsed = now.saturating_duration_since(store.sampled_at);
-        // Callers that waited took nothing meanwhile: a rate measured over a span that was
-        // mostly dry says little about demand, so the batch doubles instead.
-        let starved = store.callers_waited && store.dry * 4 >= elapsed;
-        // The rate over the time IDs were at hand: callers that waited took none.
-        let at_hand = elapsed.saturating_sub(store.dry);
-        let measured = at_hand >= fetch_plan::MIN_SNOWFLAKE_RATE_SPAN && store.handed > 0;
-        if measured {
-            let handed = store.handed;
-            store.pace.observe_use(handed, at_hand);
-        }
-        if measured || starved {
-            store.handed = 0;
-            store.sampled_at = now;
-            store.dry = Duration::ZERO;
-        }
+        store.pace.burst = store.demand.largest_burst(now);
+        store.waits_in_a_row = if store.callers_waited {
+            store.waits_in_a_row + 1
+        } else {
+            0
+        };
         let count = fetch_plan::snowflake_batch(
             &store.pace,
             store.last_batch,
-            starved || (store.callers_waited && !measured),
+            store.waits_in_a_row,
             self.options.batch.max(1),
         );
         store.last_batch = count;
@@ -300,8 +323,9 @@ impl Shared {
     fn store_batch(&self, ids: Vec<i64>, started: Instant) {
         let mut store = self.lock();
         store.pace.observe_round_trip(started.elapsed());
-        if let Some(since) = store.dry_since.take() {
-            store.dry += Instant::now().saturating_duration_since(since);
+        let now = Instant::now();
+        if store.dry_since.take().is_some() {
+            store.catch_up_until = Some(now + store.pace.round_trip * 2 + CATCH_UP_SPAN);
         }
         let floor = store
             .batches
@@ -316,10 +340,7 @@ impl Shared {
         self.discarded
             .fetch_add((fetched - ids.len()) as u64, Ordering::Relaxed);
         store.cached += ids.len();
-        store.batches.push_back(Batch {
-            ids,
-            fetched: Instant::now(),
-        });
+        store.batches.push_back(Batch { ids, fetched: now });
     }
 }
 
