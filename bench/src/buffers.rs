@@ -130,7 +130,8 @@ struct Row {
     staleness: Option<(f64, f64, f64)>,
     errors: u64,
     duplicates: Option<u64>,
-    discarded: Option<u64>,
+    /// IDs thrown away during the warm-up, and after it.
+    discarded: Option<(u64, u64)>,
 }
 
 /// The round trip through the proxy as a client sees it: the median of 21 PINGs.
@@ -279,6 +280,7 @@ async fn run_case(
         Buffer::Snowflakes => snowflakes.wait_stats().waits,
     };
     let counted_before = shared.counted.load(Ordering::Relaxed);
+    let discarded_before = snowflakes.discarded();
     shared.measuring.store(true, Ordering::Relaxed);
     let measured_from = Instant::now();
     tokio::time::sleep(measure).await;
@@ -314,7 +316,8 @@ async fn run_case(
         staleness,
         errors: shared.errors.load(Ordering::Relaxed),
         duplicates,
-        discarded: (buffer == Buffer::Snowflakes).then(|| snowflakes.discarded()),
+        discarded: (buffer == Buffer::Snowflakes)
+            .then(|| (discarded_before, snowflakes.discarded() - discarded_before)),
     };
     eprintln!(
         "{row:?}; cached at the end {}, batches fetched {}",
@@ -465,13 +468,16 @@ fn render(rows: &[Row], freeze: &[Freeze], local: &[(u32, f64, f64)], command: &
          (`wait_stats()`, counted on the slow path), per second after the warm-up; *worst* \
          is the longest of those. *RTT* is the median PING through the proxy (the timer \
          rounds each way up to whole milliseconds). Staleness: now minus the time in the \
-         ID, when handed out (p50 / p99 / max ms). Duplicates are checked on every value of \
+         ID, when handed out (p50 / p99 / max ms), after the warm-up. *Thrown away*: IDs a \
+         cache discarded rather than hand out too old, during the warm-up / after it (the \
+         warm-up's are the surplus of batches that grew while callers waited). Duplicates \
+         are checked on every value of \
          the paced cases and every snowflake (full-speed segment cases hand out too many to \
          keep; their uniqueness is tested in `tests/tests/buffers.rs`).\n\n"
     ));
     out.push_str(
         "| buffer | load | tasks | RTT (ms) | values/s | waits/s | worst wait (ms) | \
-         staleness p50/p99/max (ms) | thrown away | errors | duplicates |\n\
+         staleness p50/p99/max (ms) | thrown away (warm-up / after) | errors | duplicates |\n\
          |---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|\n",
     );
     for row in rows {
@@ -493,7 +499,9 @@ fn render(rows: &[Row], freeze: &[Freeze], local: &[(u32, f64, f64)], command: &
                 ms(row.worst_wait)
             },
             staleness,
-            row.discarded.map_or("—".into(), |n| n.to_string()),
+            row.discarded.map_or("—".into(), |(warm_up, after)| {
+                format!("{} / {}", grouped(warm_up as f64), grouped(after as f64))
+            }),
             row.errors,
             row.duplicates.map_or("—".into(), |n| n.to_string()),
         ));
