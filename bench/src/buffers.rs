@@ -451,11 +451,48 @@ async fn local_path(server: &Server, tasks: u32, per_task: u64, rounds: usize) -
     (median(&ours), median(&baseline))
 }
 
+/// `SegmentBuffer::try_next` in a plain loop on this thread (no runtime, no future, no
+/// cooperative budget) against a `fetch_add` loop, both through `black_box`; median of
+/// `rounds`. Shows what the synchronous part of the local path costs on its own.
+async fn sync_path(server: &Server, per_round: u64, rounds: usize) -> (f64, f64) {
+    let client = Client::connect(Topology::single(server.url()).unwrap())
+        .await
+        .unwrap();
+    let (mut ours, mut baseline) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let size = per_round + 1;
+        let options = SegmentOptions::default()
+            .initial_size(size)
+            .max_size(size)
+            .min_size(size);
+        let buffer = client.segment_buffer(&format!("sync-{round}"), options);
+        buffer.next().await.unwrap();
+        let started = Instant::now();
+        for _ in 0..per_round {
+            std::hint::black_box(buffer.try_next());
+        }
+        ours.push(per_round as f64 / started.elapsed().as_secs_f64());
+        let counter = AtomicU64::new(0);
+        let started = Instant::now();
+        for _ in 0..per_round {
+            std::hint::black_box(counter.fetch_add(1, Ordering::Relaxed));
+        }
+        baseline.push(per_round as f64 / started.elapsed().as_secs_f64());
+    }
+    (median(&ours), median(&baseline))
+}
+
 fn ms(duration: Duration) -> String {
     format!("{:.1}", duration.as_secs_f64() * 1000.0)
 }
 
-fn render(rows: &[Row], freeze: &[Freeze], local: &[(u32, f64, f64)], command: &str) -> String {
+fn render(
+    rows: &[Row],
+    freeze: &[Freeze],
+    local: &[(u32, f64, f64)],
+    sync: (f64, f64),
+    command: &str,
+) -> String {
     let mut out = String::new();
     out.push_str(START);
     out.push_str("\n## Client buffers: callers kept off the server\n\n");
@@ -543,6 +580,15 @@ fn render(rows: &[Row], freeze: &[Freeze], local: &[(u32, f64, f64)], command: &
             ours / baseline
         ));
     }
+    out.push_str(&format!(
+        "\nThe same range taken with `SegmentBuffer::try_next()` in a plain loop on one thread \
+         (no runtime, no future, no cooperative budget): {} values/s against a `fetch_add` \
+         loop's {} ({:.2}). The difference between the two tables is what `next().await` \
+         adds: the future and, every 16 values, a unit of tokio's budget.\n",
+        grouped(sync.0),
+        grouped(sync.1),
+        sync.0 / sync.1
+    ));
     out.push_str(END);
     out.push('\n');
     out
@@ -579,6 +625,11 @@ pub async fn run_local_only(quick: bool) {
             ours / baseline
         );
     }
+    let (ours, baseline) = sync_path(&server, per_task_total, 1).await;
+    println!(
+        "try_next without a runtime: {ours:.0} vs {baseline:.0} ({:.2})",
+        ours / baseline
+    );
 }
 
 pub async fn run(quick: bool, report: &std::path::Path) {
@@ -629,7 +680,9 @@ pub async fn run(quick: bool, report: &std::path::Path) {
     } else {
         "cargo run --release -p idgen-bench -- buffers"
     };
-    let section = render(&rows, &freeze, &local, command);
+    let sync = sync_path(&server, per_task_total, rounds).await;
+    eprintln!("try_next: {:.0} vs {:.0}", sync.0, sync.1);
+    let section = render(&rows, &freeze, &local, sync, command);
     print!("{section}");
     if !quick {
         let text = std::fs::read_to_string(report).unwrap_or_default();
