@@ -420,14 +420,8 @@ async fn local_path(server: &Server, tasks: u32, per_task: u64, rounds: usize) -
     let mut ours = Vec::new();
     let mut baseline = Vec::new();
     for round in 0..rounds {
-        // One range for the whole run: the local path, not the switches.
-        let size = per_task * u64::from(tasks) + 1;
-        let options = SegmentOptions::default()
-            .initial_size(size)
-            .max_size(size)
-            .min_size(size);
-        let buffer = client.segment_buffer(&format!("local-{tasks}-{round}"), options);
-        buffer.next().await.unwrap();
+        let key = format!("local-{tasks}-{round}");
+        let buffer = one_range_buffer(&client, &key, per_task * u64::from(tasks)).await;
         ours.push(crate::client_side::buffer_rate(&buffer, tasks, per_task).await);
 
         let counter = Arc::new(AtomicU64::new(0));
@@ -451,6 +445,19 @@ async fn local_path(server: &Server, tasks: u32, per_task: u64, rounds: usize) -
     (median(&ours), median(&baseline))
 }
 
+/// A buffer whose one range holds `values` more after its first: the local path is timed,
+/// not the range switches.
+async fn one_range_buffer(client: &Client, key: &str, values: u64) -> idgen_client::SegmentBuffer {
+    let size = values + 1;
+    let options = SegmentOptions::default()
+        .initial_size(size)
+        .max_size(size)
+        .min_size(size);
+    let buffer = client.segment_buffer(key, options);
+    buffer.next().await.unwrap();
+    buffer
+}
+
 /// `SegmentBuffer::try_next` in a plain loop on this thread (no runtime, no future, no
 /// cooperative budget) against a `fetch_add` loop, both through `black_box`; median of
 /// `rounds`. Shows what the synchronous part of the local path costs on its own.
@@ -460,13 +467,7 @@ async fn sync_path(server: &Server, per_round: u64, rounds: usize) -> (f64, f64)
         .unwrap();
     let (mut ours, mut baseline) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        let size = per_round + 1;
-        let options = SegmentOptions::default()
-            .initial_size(size)
-            .max_size(size)
-            .min_size(size);
-        let buffer = client.segment_buffer(&format!("sync-{round}"), options);
-        buffer.next().await.unwrap();
+        let buffer = one_range_buffer(&client, &format!("sync-{round}"), per_round).await;
         let started = Instant::now();
         for _ in 0..per_round {
             std::hint::black_box(buffer.try_next());
