@@ -62,8 +62,9 @@ struct Store {
     callers_waited: bool,
     /// How many batches in a row callers waited for.
     waits_in_a_row: u32,
-    /// Since when callers wait for a batch, if they do.
-    dry_since: Option<Instant>,
+    /// Whether callers found the cache empty since the last batch arrived: what they take
+    /// at once when the next one arrives is their backlog.
+    callers_waiting: bool,
     /// Until when IDs are taken by callers catching up after waiting for a batch: their
     /// backlog, taken at once, is not a burst they make by habit.
     catch_up_until: Option<Instant>,
@@ -149,7 +150,7 @@ impl SnowflakeCache {
                     last: None,
                     pace: Pace::default(),
                     demand: DemandMeter::new(Instant::now()),
-                    dry_since: None,
+                    callers_waiting: false,
                     catch_up_until: None,
                     last_batch: FIRST_BATCH / 2,
                     callers_waited: true,
@@ -264,7 +265,7 @@ impl Shared {
                 if thrown == 0 {
                     // Demand outran the batches (not: they only grew too old, a low rate).
                     store.callers_waited = true;
-                    store.dry_since.get_or_insert(now);
+                    store.callers_waiting = true;
                 }
             }
         }
@@ -324,7 +325,7 @@ impl Shared {
         let mut store = self.lock();
         store.pace.observe_round_trip(started.elapsed());
         let now = Instant::now();
-        if store.dry_since.take().is_some() {
+        if std::mem::take(&mut store.callers_waiting) {
             store.catch_up_until = Some(now + store.pace.round_trip * 2 + CATCH_UP_SPAN);
         }
         let floor = store
