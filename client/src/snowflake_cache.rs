@@ -13,6 +13,8 @@
 //! - Young: an ID older than about two round trips plus 10 ms since its batch arrived is
 //!   thrown away, not handed out (the surplus of a batch that grew past demand), and
 //!   refills are timed counting those IDs as gone.
+//! - Paced: a batch refused with DRIFT naming when it fits is asked for again then (for up
+//!   to `PACED_RETRY_FOR`): the cache chose its size, so the server's pace is a wait.
 //! - Ordered: IDs are handed out under one lock, in the order they were issued; an ID not
 //!   above the last one handed out (a batch from another node after a failover) is thrown
 //!   away, so IDs from one cache strictly increase.
@@ -25,7 +27,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::demand::DemandMeter;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fetch_flight::{self, FetchFlight, Flight};
 use crate::fetch_plan::{self, Pace};
 use crate::id::Id;
@@ -36,6 +38,13 @@ use crate::wait_stats::{WaitCounter, WaitStats, WaitTimer};
 
 /// How long callers that waited for a batch may take to catch up, beyond two round trips.
 const CATCH_UP_SPAN: Duration = Duration::from_millis(10);
+
+/// How long a batch the server refused for pacing its ID clock (DRIFT: just restarted with
+/// its restart fence on, or past `max-drift-ms` after bursts) is asked for again, each time
+/// when the server said it fits, before the callers waiting for it get the refusal. The
+/// cache chose the batch's size, not its callers: a pace the server sets is a wait, not an
+/// error, as long as it is short.
+const PACED_RETRY_FOR: Duration = Duration::from_secs(1);
 
 /// The first batch, before a rate is measured.
 const FIRST_BATCH: u32 = 16;
@@ -118,7 +127,11 @@ struct Shared {
 /// - **Waiting**: a caller waits on the server only when the cache is empty (at first use,
 ///   or when demand jumps); the wait lasts at most one fetch — bounded by the client's
 ///   `connect_timeout` (when a new connection is needed) plus `response_timeout` — and
-///   ends with that fetch's error if it fails.
+///   ends with that fetch's error if it fails. A batch the server refuses only to pace its
+///   ID clock (`Error::Drift` naming when it fits: a server just restarted, whose restart
+///   fence issues one millisecond's IDs per millisecond, or one past `max-drift-ms`) is
+///   asked for again when it fits, for up to a second: callers wait those milliseconds
+///   rather than get the refusal.
 #[derive(Clone)]
 pub struct SnowflakeCache {
     shared: Arc<Shared>,
@@ -282,17 +295,28 @@ impl Shared {
             |shared| &shared.flight,
             |shared| async move {
                 let count = shared.plan_batch();
-                let started = Instant::now();
-                match shared.source.snowflakes(&shared.key, count).await {
-                    Ok(ids) => {
-                        Metrics::add(&shared.source.metrics().snowflake_batches_fetched, 1);
-                        shared.store_batch(ids, started);
-                        None
-                    }
-                    Err(error) => {
-                        shared.lock().pace.observe_round_trip(started.elapsed());
-                        tracing::warn!(key = %shared.key, %error, "fetching snowflake IDs failed");
-                        Some(error)
+                let deadline = Instant::now() + PACED_RETRY_FOR;
+                loop {
+                    let started = Instant::now();
+                    let error = match shared.source.snowflakes(&shared.key, count).await {
+                        Ok(ids) => {
+                            Metrics::add(&shared.source.metrics().snowflake_batches_fetched, 1);
+                            shared.store_batch(ids, started);
+                            return None;
+                        }
+                        Err(error) => error,
+                    };
+                    shared.lock().pace.observe_round_trip(started.elapsed());
+                    match fits_in(&error) {
+                        Some(wait) if Instant::now() + wait <= deadline => {
+                            tracing::debug!(key = %shared.key, count, ?wait, %error,
+                                "the server paces its ID clock; asking again when the batch fits");
+                            tokio::time::sleep(wait).await;
+                        }
+                        _ => {
+                            tracing::warn!(key = %shared.key, %error, "fetching snowflake IDs failed");
+                            return Some(error);
+                        }
                     }
                 }
             },
@@ -342,6 +366,19 @@ impl Shared {
             .fetch_add((fetched - ids.len()) as u64, Ordering::Relaxed);
         store.cached += ids.len();
         store.batches.push_back(Batch { ids, fetched: now });
+    }
+}
+
+/// When a refused fetch would fit, if the server refused it only for pacing its ID clock (a
+/// DRIFT refusal naming the wait, at least a millisecond; in `Nodes` mode, the last node's).
+fn fits_in(error: &Error) -> Option<Duration> {
+    match error {
+        Error::Drift {
+            retry_in: Some(wait),
+            ..
+        } => Some((*wait).max(Duration::from_millis(1))),
+        Error::NoNodeAvailable { last, .. } => fits_in(last),
+        _ => None,
     }
 }
 

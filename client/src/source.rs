@@ -47,6 +47,10 @@ pub(crate) mod counting {
         pub(crate) round_trip: Mutex<Duration>,
         /// Calls still to fail (with a retryable error, after the round trip).
         pub(crate) failures: AtomicU32,
+        /// Snowflake calls still to be refused with DRIFT, naming a wait of `drift_wait`
+        /// (a server pacing its ID clock: just restarted, or after a burst).
+        pub(crate) drift_refusals: AtomicU32,
+        pub(crate) drift_wait: Mutex<Duration>,
         under_way: AtomicUsize,
         pub(crate) most_under_way: AtomicUsize,
         /// Snowflake IDs are shifted by this, to play a node whose IDs are lower.
@@ -64,6 +68,8 @@ pub(crate) mod counting {
                 batch_sizes: Mutex::default(),
                 round_trip: Mutex::new(Duration::ZERO),
                 failures: AtomicU32::new(0),
+                drift_refusals: AtomicU32::new(0),
+                drift_wait: Mutex::new(Duration::from_millis(3)),
                 under_way: AtomicUsize::new(0),
                 most_under_way: AtomicUsize::new(0),
                 snowflake_shift: AtomicI64::new(0),
@@ -135,6 +141,20 @@ pub(crate) mod counting {
 
         fn snowflakes<'a>(&'a self, _key: &'a str, count: u32) -> Pending<'a, Vec<i64>> {
             self.batch_sizes.lock().unwrap().push(count);
+            let refused = self
+                .drift_refusals
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            if refused {
+                let retry_in = *self.drift_wait.lock().unwrap();
+                return Box::pin(async move {
+                    self.call(|| ()).await?;
+                    Err(Error::Drift {
+                        message: "the test source paces its ID clock".into(),
+                        retry_in: Some(retry_in),
+                    })
+                });
+            }
             Box::pin(self.call(move || {
                 let now = self.started.elapsed().as_micros() as i64 * PER_MICROSECOND;
                 let mut cursor = self.snowflake_cursor.lock().unwrap();

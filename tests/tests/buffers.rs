@@ -1,6 +1,7 @@
 //! The client's local buffers against real servers: `SegmentBuffer` values unique across
 //! tasks (some of which never yield), `SnowflakeCache` IDs strictly increasing across all
-//! callers of one cache, and a server frozen for 2 s (SIGSTOP) mid-stream: callers get a
+//! callers of one cache and waiting out a just-restarted server's pace (DRIFT refusals of
+//! batches too large for its restart fence) rather than failing, and a server frozen for 2 s (SIGSTOP) mid-stream: callers get a
 //! retryable error while it is frozen — they do not wait for it — and no value or ID is
 //! ever handed out twice.
 
@@ -98,7 +99,54 @@ async fn snowflake_cache_ids_strictly_increase_across_all_callers_of_one_cache()
         all.extend(ids);
     }
     assert_eq!(all.len(), 8 * 5_000, "no ID twice");
-    assert_eq!(cache.discarded(), 0);
+    // Not asserted: `cache.discarded()`. On a busy machine the callers can stall longer than
+    // an ID may stay cached (two round trips + 10 ms on loopback), and what aged meanwhile
+    // is thrown away, as documented; the order rule is what this test is about.
+    println!(
+        "8 tasks: {} IDs thrown away, {} calls waited",
+        cache.discarded(),
+        cache.wait_stats().waits
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snowflake_cache_callers_wait_out_a_restarted_servers_pace_instead_of_failing() {
+    // 16 IDs a millisecond (4 sequence bits), and just started: for `max-drift-ms` the
+    // restart fence issues one millisecond's IDs per millisecond, so batches sized for
+    // callers that never pause are refused with DRIFT, naming when they fit.
+    let server = Server::start(&["time-bits", "49", "sequence-bits", "4"]);
+    let client = connect(&server, Settings::default()).await;
+    let cache = client.snowflake_cache("events", SnowflakeCacheOptions::default());
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let cache = cache.clone();
+            tokio::spawn(async move {
+                let mut ids = Vec::with_capacity(1_000);
+                for _ in 0..1_000 {
+                    ids.push(
+                        cache
+                            .next()
+                            .await
+                            .expect("no caller sees the pace as an error"),
+                    );
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut all = HashSet::new();
+    for task in tasks {
+        let ids = task.await.unwrap();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        all.extend(ids);
+    }
+    assert_eq!(all.len(), 4 * 1_000, "no ID twice");
+    let refusals = client.metrics().refusals;
+    assert!(
+        refusals > 0,
+        "the server paced the cache ({refusals} DRIFT refusals)"
+    );
+    println!("4,000 IDs at 16 a millisecond: {refusals} DRIFT refusals waited out");
 }
 
 /// What the callers of one buffer saw while the server was frozen and after.

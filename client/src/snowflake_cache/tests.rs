@@ -213,6 +213,39 @@ async fn callers_waiting_on_a_failed_fetch_get_its_retryable_error_then_the_next
     assert!(cache.next().await.is_ok());
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_batch_refused_while_the_server_paces_its_clock_is_asked_again_when_it_fits() {
+    let source = Arc::new(CountingSource::with_round_trip(Duration::from_millis(20)));
+    let cache = cache_with(&source, SnowflakeCacheOptions::default());
+    source.drift_refusals.store(2, Ordering::SeqCst);
+    let started = Instant::now();
+    let (a, b) = tokio::join!(cache.next(), cache.next());
+    assert_ne!(a.unwrap(), b.unwrap(), "both callers served");
+    let sizes = batches(&source);
+    assert_eq!(sizes.len(), 3, "refused twice, then served: {sizes:?}");
+    assert!(
+        sizes.iter().all(|&size| size == sizes[0]),
+        "the same batch again"
+    );
+    // Three round trips and the two 3 ms waits the refusals named, nothing more.
+    assert_eq!(started.elapsed(), Duration::from_millis(66));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pace_longer_than_a_second_reaches_the_callers_as_the_servers_refusal() {
+    let source = Arc::new(CountingSource::with_round_trip(Duration::from_millis(20)));
+    let cache = cache_with(&source, SnowflakeCacheOptions::default());
+    source.drift_refusals.store(1, Ordering::SeqCst);
+    *source.drift_wait.lock().unwrap() = Duration::from_secs(2);
+    let refused = cache.next().await.unwrap_err();
+    assert!(
+        matches!(refused, Error::Drift { retry_in: Some(wait), .. } if wait == Duration::from_secs(2)),
+        "{refused:?}"
+    );
+    assert_eq!(batches(&source).len(), 1, "not asked again");
+    assert!(cache.next().await.is_ok(), "the next call fetches again");
+}
+
 /// What `tasks` callers sharing `rate` IDs/s, each woken every millisecond to take what is
 /// due (the bench's paced load, on the paused clock), got over three seconds: the waits
 /// after the first second, and the IDs thrown away and the ages (sorted) in the last.
