@@ -229,16 +229,21 @@ pub(crate) fn snowflake_refill_due(cached: usize, time_left: Duration, pace: &Pa
     cached == 0 || time_left < snowflake_lead(pace) || (cached as u64) < pace.burst
 }
 
-/// The size of the next snowflake batch: what callers use in one round trip plus 2 ms (or
-/// plus one interval between bursts, when longer), at least the largest recent burst,
-/// within `1..=max`; when callers waited for the last batch, at least twice it, and four
+/// The size of the next snowflake batch: what callers use in one round trip plus 2 ms,
+/// rounded up to whole bursts when they take in bursts (the next refill starts at the
+/// burst after this one lands, so a batch need only last until then: any part of a burst
+/// more piles up, batch after batch, and grows old), within `1..=max`; when callers waited for the last batch, at least twice it, and four
 /// times it when they waited for the one before too (demand far above the batches: reach
 /// it in half the round trips; the surplus is thrown away before it grows old).
 pub(crate) fn snowflake_batch(pace: &Pace, last: u32, waits_in_a_row: u32, max: u32) -> u32 {
-    let span = pace.round_trip + pace.between_bursts().max(Duration::from_millis(2));
+    let span = pace.round_trip + Duration::from_millis(2);
     // Rounded, not up: at a few IDs a second, one more ID a batch than callers take in a
     // round trip would pile up in the cache and be thrown away old.
-    let by_rate = (pace.rate * span.as_secs_f64()).round();
+    let mut by_rate = (pace.rate * span.as_secs_f64()).round();
+    if pace.burst > 1 {
+        let burst = pace.burst as f64;
+        by_rate = (by_rate / burst).ceil() * burst;
+    }
     let growth = match waits_in_a_row {
         0 => 0.0,
         1 => 2.0,
@@ -425,10 +430,11 @@ mod tests {
     }
 
     #[test]
-    fn a_cache_keeps_a_burst_and_a_batch_covers_one_and_one_interval_between_bursts() {
+    fn a_cache_keeps_a_burst_and_a_batch_holds_whole_bursts() {
         // 1,000 IDs/s taken 16 at once, every 16 ms: at 1 ms one and a half round trips
         // hold no whole interval, so the cache need only last until the next burst; a
-        // batch covers 1 + 16 ms.
+        // batch is one burst (a round trip plus 2 ms of use, 3 IDs, rounded up to whole
+        // bursts: a part of a burst more would pile up and grow old).
         let p = Pace {
             burst: 16,
             ..pace(1_000.0, ms(1))
@@ -443,6 +449,11 @@ mod tests {
             ..p
         };
         assert_eq!(snowflake_lead(&slower), ms(32));
+        assert_eq!(
+            snowflake_batch(&slower, 10, 0, 100_000),
+            32,
+            "28 IDs: two bursts"
+        );
         // 50,000 IDs/s taken by callers woken every 2 ms: within the margin.
         let ticks = Pace {
             burst: 100,
@@ -458,7 +469,7 @@ mod tests {
         assert_eq!(snowflake_lead(&rare), ms(500));
         assert!(!snowflake_refill_due(1, ms(500), &rare));
         assert_eq!(snowflake_batch(&rare, 1, 0, 100_000), 1);
-        assert_eq!(snowflake_batch(&p, 10, 0, 100_000), 17);
+        assert_eq!(snowflake_batch(&p, 10, 0, 100_000), 16);
         assert_eq!(snowflake_batch(&p, 10, 0, 8), 8, "the largest batch");
         let one_at_a_time = pace(1_000.0, ms(1));
         assert_eq!(snowflake_batch(&one_at_a_time, 10, 0, 100_000), 3);
