@@ -202,39 +202,21 @@ async fn cluster_members(
         };
         match reply.await {
             Ok(text) => {
-                let mut members = parse_cluster_nodes(&text);
+                let mut members = idgen_client::cluster_members(&text);
                 // CLUSTER NODES lists members in no set order; reports read better sorted.
                 members.sort();
                 return Ok(members
                     .into_iter()
-                    .map(|(host, port, down)| node(&at(seed, &host, port), down))
+                    .map(|member| {
+                        let down = member.failed || member.suspected;
+                        node(&at(seed, &member.host, member.port), down)
+                    })
                     .collect());
             }
             Err(error) => last_error = Some(error),
         }
     }
     Err(last_error.unwrap_or_else(|| CliError::usage("--cluster needs a URL")))
-}
-
-/// `(host, port, flagged down)` of every node with an address in a `CLUSTER NODES` reply.
-pub fn parse_cluster_nodes(reply: &str) -> Vec<(String, u16, bool)> {
-    reply
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let address = fields.get(1)?.split('@').next()?;
-            let flags = fields.get(2)?;
-            let (host, port) = address.rsplit_once(':')?;
-            let port: u16 = port.parse().ok()?;
-            if host.is_empty() || port == 0 || flags.contains("noaddr") {
-                return None;
-            }
-            let down = flags
-                .split(',')
-                .any(|flag| matches!(flag, "fail" | "fail?"));
-            Some((host.to_string(), port, down))
-        })
-        .collect()
 }
 
 async fn sentinel_members(
@@ -291,22 +273,6 @@ async fn sentinel_members(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cluster_nodes_keep_failed_members_marked() {
-        let reply = "\
-a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
-d4 127.0.0.1:7004@17004 slave,fail b2 0 0 2 disconnected
-e5 :0@0 master,noaddr - 0 0 0 disconnected
-";
-        assert_eq!(
-            parse_cluster_nodes(reply),
-            [
-                ("127.0.0.1".to_string(), 7000, false),
-                ("127.0.0.1".to_string(), 7004, true)
-            ]
-        );
-    }
 
     #[test]
     fn a_malformed_url_is_a_usage_error() {

@@ -60,6 +60,7 @@ mod address;
 mod backend;
 mod client;
 mod cluster;
+mod cluster_nodes;
 pub mod commands;
 mod connect;
 mod connection;
@@ -89,6 +90,7 @@ mod topology;
 mod wait_stats;
 
 pub use client::Client;
+pub use cluster_nodes::{cluster_members, ClusterMember};
 pub use commands::IdgenAsyncCommands;
 pub use deployment::{check as check_deployment, Deployment, NodeIdentity};
 pub use error::{Error, Result};

@@ -80,10 +80,15 @@ struct Store {
 }
 
 impl Store {
+    /// Brings the pace's burst up to date with what callers took lately, as of `now`.
+    fn refresh_burst(&mut self, now: Instant) {
+        self.pace.burst = self.demand.largest_burst(now);
+    }
+
     /// How long an ID may be cached before it is handed out (see
     /// `fetch_plan::snowflake_young_limit`), as of `now`.
     fn young_limit(&mut self, now: Instant, max_age: Duration) -> Duration {
-        self.pace.burst = self.demand.largest_burst(now);
+        self.refresh_burst(now);
         fetch_plan::snowflake_young_limit(&self.pace, max_age)
     }
 
@@ -326,8 +331,7 @@ impl Shared {
     /// The size of the batch to fetch now, from the rate and bursts measured so far.
     fn plan_batch(&self) -> u32 {
         let mut store = self.lock();
-        let now = Instant::now();
-        store.pace.burst = store.demand.largest_burst(now);
+        store.refresh_burst(Instant::now());
         store.waits_in_a_row = if store.callers_waited {
             store.waits_in_a_row + 1
         } else {
