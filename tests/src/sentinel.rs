@@ -2,7 +2,7 @@
 //! `--sentinel` (Debian's `redis-sentinel` is the same program), on loopback ports, each in
 //! its own directory (a sentinel rewrites its configuration file as it learns).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,63 @@ pub const MASTER_NAME: &str = "ids";
 
 /// How long a sentinel may take to answer PING after it is started.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Where one sentinel listens and what it watches.
+pub struct SentinelSpec<'a> {
+    /// The address it binds and its port.
+    pub bind: &'a str,
+    pub port: u16,
+    /// Its directory: its configuration file (which it rewrites as it learns) and log.
+    pub dir: &'a Path,
+    /// The master it monitors as [`MASTER_NAME`], and how many sentinels must agree that
+    /// the master is down.
+    pub master_host: &'a str,
+    pub master_port: u16,
+    pub quorum: usize,
+    /// How long without an answer makes the master down.
+    pub down_after_ms: u64,
+    /// Replicas that resynchronise with a new master at once.
+    pub parallel_syncs: u32,
+    /// The password its clients must give, if any.
+    pub requirepass: Option<&'a str>,
+}
+
+/// Writes `spec`'s sentinel.conf into its directory and starts the server binary under
+/// test as a sentinel on it (failover timeout 5 s, protected mode off: tests reach it on
+/// other addresses than loopback). The caller waits for it to answer.
+pub fn spawn_sentinel(spec: &SentinelSpec) -> std::io::Result<Child> {
+    std::fs::create_dir_all(spec.dir)?;
+    let config = spec.dir.join("sentinel.conf");
+    let dir = spec.dir.display();
+    let requirepass = spec
+        .requirepass
+        .map(|password| format!("requirepass {password}\n"))
+        .unwrap_or_default();
+    std::fs::write(
+        &config,
+        format!(
+            "port {port}\nbind {bind}\nprotected-mode no\ndir {dir}\nlogfile {dir}/sentinel.log\n\
+             sentinel monitor {MASTER_NAME} {master_host} {master_port} {quorum}\n\
+             sentinel down-after-milliseconds {MASTER_NAME} {down_after_ms}\n\
+             sentinel failover-timeout {MASTER_NAME} 5000\n\
+             sentinel parallel-syncs {MASTER_NAME} {parallel_syncs}\n{requirepass}",
+            port = spec.port,
+            bind = spec.bind,
+            master_host = spec.master_host,
+            master_port = spec.master_port,
+            quorum = spec.quorum,
+            down_after_ms = spec.down_after_ms,
+            parallel_syncs = spec.parallel_syncs,
+        ),
+    )?;
+    Command::new(server_binary())
+        .arg(&config)
+        .arg("--sentinel")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+}
 
 /// Sentinels watching one master, killed (by pid) and their directories removed when
 /// dropped.
@@ -44,34 +101,21 @@ impl Sentinels {
             processes: Vec::new(),
             password: password.map(str::to_owned),
         };
-        let requirepass = password
-            .map(|password| format!("requirepass {password}\n"))
-            .unwrap_or_default();
         for port in first..first + count {
             let dir =
                 std::env::temp_dir().join(format!("idgen-sentinel-{}-{port}", std::process::id()));
-            std::fs::create_dir_all(&dir).expect("create the sentinel directory");
-            let config = dir.join("sentinel.conf");
-            std::fs::write(
-                &config,
-                format!(
-                    "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile {dir}/sentinel.log\n\
-                     sentinel monitor {MASTER_NAME} 127.0.0.1 {master_port} {quorum}\n\
-                     sentinel down-after-milliseconds {MASTER_NAME} {down_after_ms}\n\
-                     sentinel failover-timeout {MASTER_NAME} 5000\n\
-                     sentinel parallel-syncs {MASTER_NAME} 1\n{requirepass}",
-                    dir = dir.display()
-                ),
-            )
-            .expect("write sentinel.conf");
-            let child = Command::new(server_binary())
-                .arg(&config)
-                .arg("--sentinel")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn the sentinel");
+            let child = spawn_sentinel(&SentinelSpec {
+                bind: "127.0.0.1",
+                port,
+                dir: &dir,
+                master_host: "127.0.0.1",
+                master_port,
+                quorum: usize::from(quorum),
+                down_after_ms,
+                parallel_syncs: 1,
+                requirepass: password,
+            })
+            .expect("start a sentinel");
             sentinels.processes.push((child, port, dir));
             sentinels.wait_until_ready(port);
         }

@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::sentinel::{spawn_sentinel, SentinelSpec};
 use crate::server::{module_path, server_binary};
 use crate::values::info_line;
 
@@ -250,8 +251,7 @@ pub struct Sentinels {
     host: String,
 }
 
-/// The name the sentinels know the master by.
-pub const MASTER_NAME: &str = "ids";
+pub use crate::sentinel::MASTER_NAME;
 
 impl Sentinels {
     /// Starts `count` sentinels on `ports`, watching `master`, quorum a majority, the master
@@ -270,31 +270,18 @@ impl Sentinels {
             host: host.clone(),
         };
         for port in ports {
-            let dir = run_dir.join(format!("sentinel-{port}"));
-            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            let config = dir.join("sentinel.conf");
-            std::fs::write(
-                &config,
-                format!(
-                    "port {port}\nbind {host}\nprotected-mode no\ndir {dir}\nlogfile {dir}/sentinel.log\n\
-                     sentinel monitor {MASTER_NAME} {mhost} {mport} {quorum}\n\
-                     sentinel down-after-milliseconds {MASTER_NAME} {down_after_ms}\n\
-                     sentinel failover-timeout {MASTER_NAME} 5000\n\
-                     sentinel parallel-syncs {MASTER_NAME} 2\n",
-                    dir = dir.display(),
-                    mhost = master.host,
-                    mport = master.port,
-                ),
-            )
-            .map_err(|e| e.to_string())?;
-            let child = Command::new(server_binary())
-                .arg(&config)
-                .arg("--sentinel")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| format!("spawn a sentinel: {e}"))?;
+            let child = spawn_sentinel(&SentinelSpec {
+                bind: &host,
+                port,
+                dir: &run_dir.join(format!("sentinel-{port}")),
+                master_host: &master.host,
+                master_port: master.port,
+                quorum,
+                down_after_ms,
+                parallel_syncs: 2,
+                requirepass: None,
+            })
+            .map_err(|e| format!("start a sentinel: {e}"))?;
             sentinels.processes.push((child, port));
             let deadline = Instant::now() + Duration::from_secs(20);
             while sentinels.query_one(port, &["PING"]).is_none() {
