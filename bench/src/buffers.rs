@@ -425,22 +425,16 @@ async fn local_path(server: &Server, tasks: u32, per_task: u64, rounds: usize) -
         ours.push(crate::client_side::buffer_rate(&buffer, tasks, per_task).await);
 
         let counter = Arc::new(AtomicU64::new(0));
-        let started = Instant::now();
-        let handles: Vec<_> = (0..tasks)
-            .map(|_| {
-                let counter = counter.clone();
-                tokio::spawn(async move {
-                    for _ in 0..per_task {
-                        let value = std::future::ready(counter.fetch_add(1, Ordering::Relaxed));
-                        std::hint::black_box(value.await);
-                    }
-                })
-            })
-            .collect();
-        for handle in handles {
-            handle.await.unwrap();
-        }
-        baseline.push((per_task * u64::from(tasks)) as f64 / started.elapsed().as_secs_f64());
+        let rate = crate::client_side::tasks_rate(tasks, per_task, || {
+            let counter = counter.clone();
+            async move {
+                for _ in 0..per_task {
+                    let value = std::future::ready(counter.fetch_add(1, Ordering::Relaxed));
+                    std::hint::black_box(value.await);
+                }
+            }
+        });
+        baseline.push(rate.await);
     }
     (median(&ours), median(&baseline))
 }

@@ -99,21 +99,30 @@ async fn segment_rate(client: &Client, tasks: u32, per_task: u64) -> f64 {
 /// Values per second that `tasks` tokio tasks take from `buffer`, `per_task` each, every
 /// value through `black_box`.
 pub async fn buffer_rate(buffer: &idgen_client::SegmentBuffer, tasks: u32, per_task: u64) -> f64 {
+    tasks_rate(tasks, per_task, || {
+        let buffer = buffer.clone();
+        async move {
+            for _ in 0..per_task {
+                std::hint::black_box(buffer.next().await.unwrap());
+            }
+        }
+    })
+    .await
+}
+
+/// Values per second of `tasks` tokio tasks, each `one_task()`: a loop that takes
+/// `per_task` values. Spawning is inside the timed span, as it is for every loop timed
+/// with it.
+pub async fn tasks_rate<Task>(tasks: u32, per_task: u64, mut one_task: impl FnMut() -> Task) -> f64
+where
+    Task: std::future::Future<Output = ()> + Send + 'static,
+{
     let started = Instant::now();
-    let handles: Vec<_> = (0..tasks)
-        .map(|_| {
-            let buffer = buffer.clone();
-            tokio::spawn(async move {
-                for _ in 0..per_task {
-                    std::hint::black_box(buffer.next().await.unwrap());
-                }
-            })
-        })
-        .collect();
+    let handles: Vec<_> = (0..tasks).map(|_| tokio::spawn(one_task())).collect();
     for handle in handles {
         handle.await.unwrap();
     }
-    (tasks as u64 * per_task) as f64 / started.elapsed().as_secs_f64()
+    (u64::from(tasks) * per_task) as f64 / started.elapsed().as_secs_f64()
 }
 
 fn atomic_rate(threads: u32, per_thread: u64) -> f64 {
