@@ -51,6 +51,32 @@ fn query<T: redis::FromRedisValue>(
         .map_err(|e| e.to_string())
 }
 
+/// How long a step of a slot move is tried again while its node is cut off or stopped.
+const MOVE_STEP_FOR: Duration = Duration::from_secs(30);
+
+/// [`query`], tried again every 200 ms for [`MOVE_STEP_FOR`]: a step of a slot move must
+/// not be skipped because its node is partitioned or paused right now (faults last at most
+/// a few seconds), or the slot is left half moved.
+fn query_until_answered<T: redis::FromRedisValue>(
+    nodes: &Nodes,
+    index: usize,
+    args: &[&str],
+) -> Result<T, String> {
+    let deadline = Instant::now() + MOVE_STEP_FOR;
+    loop {
+        match query(nodes, index, args) {
+            Ok(value) => return Ok(value),
+            Err(e) if Instant::now() > deadline => {
+                return Err(format!(
+                    "{} failed for {MOVE_STEP_FOR:?}: {e}",
+                    args.join(" ")
+                ))
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
 impl Topology for ClusterTopology {
     fn master(&self, nodes: &Nodes, pick: u64) -> Option<usize> {
         let masters: Vec<usize> = (0..nodes.len())
@@ -128,51 +154,46 @@ fn move_slot_of(nodes: &Nodes, key: &str, pick: u64) -> Result<String, String> {
         index_of(nodes, target.port).ok_or("target")?,
     );
     let slot_text = slot.to_string();
+    // Nothing is changed yet if the first step fails. After it, every step is tried until
+    // its node answers: a move given up half way leaves the slot IMPORTING or MIGRATING for
+    // the rest of the soak; if the source cannot be set MIGRATING (a failover demoted it),
+    // the target is set back to STABLE.
     query::<()>(
         nodes,
         t,
         &["CLUSTER", "SETSLOT", &slot_text, "IMPORTING", &source.id],
     )?;
-    query::<()>(
+    if let Err(e) = query_until_answered::<()>(
         nodes,
         s,
         &["CLUSTER", "SETSLOT", &slot_text, "MIGRATING", &target.id],
-    )?;
+    ) {
+        query_until_answered::<()>(nodes, t, &["CLUSTER", "SETSLOT", &slot_text, "STABLE"])?;
+        return Err(e);
+    }
     let (host, port) = {
         let node = nodes[t].lock().unwrap();
         (node.host.clone(), node.port.to_string())
     };
     let mut moved = 0;
     loop {
-        let keys: Vec<String> = query(nodes, s, &["CLUSTER", "GETKEYSINSLOT", &slot_text, "100"])?;
+        let keys: Vec<String> =
+            query_until_answered(nodes, s, &["CLUSTER", "GETKEYSINSLOT", &slot_text, "100"])?;
         if keys.is_empty() {
             break;
         }
         let mut args = vec!["MIGRATE", &host, &port, "", "0", "5000", "KEYS"];
         args.extend(keys.iter().map(String::as_str));
-        // Again while the target is cut off: a slot left half moved stays so.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while let Err(e) = query::<()>(nodes, s, &args) {
-            if Instant::now() > deadline {
-                return Err(format!("MIGRATE of slot {slot} failed: {e}"));
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        query_until_answered::<()>(nodes, s, &args)?;
         moved += keys.len();
     }
     // The target first, and until it answers (it may be cut off right now): a source that
     // gives the slot away before the target takes it leaves the slot without an owner.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while let Err(e) = query::<()>(
+    query_until_answered::<()>(
         nodes,
         t,
         &["CLUSTER", "SETSLOT", &slot_text, "NODE", &target.id],
-    ) {
-        if Instant::now() > deadline {
-            return Err(format!("the target did not take slot {slot}: {e}"));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    )?;
     for i in 0..nodes.len() {
         if i != t && nodes[i].lock().unwrap().role().as_deref() == Some("master") {
             let _ = query::<()>(
