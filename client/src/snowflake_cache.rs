@@ -6,8 +6,8 @@
 //! - Timed and sized from measurements (`fetch_plan.rs`, `demand.rs`): a refill starts once
 //!   the cached IDs would last less than a round trip plus four times its spread (at most
 //!   half a round trip) plus 3 ms at the callers' rate, or would not cover the largest
-//!   burst they took lately; a batch holds one round trip plus 2 ms of use (growing while
-//!   callers wait), at most `batch` IDs. The rate is capped by what callers took over the
+//!   burst they took lately; a batch holds one round trip plus 2 ms of use, in whole
+//!   bursts (growing while callers wait), at most `batch` IDs. The rate is capped by what callers took over the
 //!   last two seconds, so that the catch-up after a wait (a paced caller's backlog, taken
 //!   at once) does not size batches of seconds' worth of IDs.
 //! - Young: an ID older than about two round trips plus 10 ms since its batch arrived is
@@ -123,9 +123,10 @@ struct Shared {
 ///   as the servers' IDs are: by time, k-sorted.)
 /// - **Staleness**: at steady rates batches are sized to last about one round trip and
 ///   refills timed to land just before the cache runs dry, so an ID's time is within about
-///   two round trips plus 5 ms of when it is handed out. Callers that take in bursts (many
-///   tasks woken by one timer) add up to three intervals between their bursts: an ID waits
-///   in the cache for the next burst. No ID is handed out more than two round trips plus
+///   two round trips plus 5 ms of when it is handed out. Callers that take in bursts far
+///   apart (many tasks woken by one timer) can start a refill only when they take, so the
+///   next burst's IDs wait in the cache for it: their age is up to one interval between
+///   bursts, when that is longer. No ID is handed out more than two round trips plus
 ///   10 ms (plus those intervals) after its batch arrived, nor more than `max_age`: older
 ///   ones are thrown away (see [`SnowflakeCache::discarded`]). At rates so low that one ID
 ///   lasts longer than that, the cache keeps one ID for the next caller, up to `max_age`.
