@@ -68,6 +68,17 @@ async fn segment_values_are_unique_across_tasks_that_never_yield_and_increase_pe
     );
 }
 
+/// The distinct IDs the tasks got, each task's checked to increase in the order it got them.
+async fn ids_of(tasks: Vec<tokio::task::JoinHandle<Vec<i64>>>) -> HashSet<i64> {
+    let mut all = HashSet::new();
+    for task in tasks {
+        let ids = task.await.unwrap();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "a task's IDs increase");
+        all.extend(ids);
+    }
+    all
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snowflake_cache_ids_strictly_increase_across_all_callers_of_one_cache() {
     let server = Server::start(&[]);
@@ -92,13 +103,7 @@ async fn snowflake_cache_ids_strictly_increase_across_all_callers_of_one_cache()
             })
         })
         .collect();
-    let mut all = HashSet::new();
-    for task in tasks {
-        let ids = task.await.unwrap();
-        assert!(ids.windows(2).all(|w| w[0] < w[1]));
-        all.extend(ids);
-    }
-    assert_eq!(all.len(), 8 * 5_000, "no ID twice");
+    assert_eq!(ids_of(tasks).await.len(), 8 * 5_000, "no ID twice");
     // Not asserted: `cache.discarded()`. On a busy machine the callers can stall longer than
     // an ID may stay cached (two round trips + 10 ms on loopback), and what aged meanwhile
     // is thrown away, as documented; the order rule is what this test is about.
@@ -134,13 +139,7 @@ async fn snowflake_cache_callers_wait_out_a_restarted_servers_pace_instead_of_fa
             })
         })
         .collect();
-    let mut all = HashSet::new();
-    for task in tasks {
-        let ids = task.await.unwrap();
-        assert!(ids.windows(2).all(|w| w[0] < w[1]));
-        all.extend(ids);
-    }
-    assert_eq!(all.len(), 4 * 1_000, "no ID twice");
+    assert_eq!(ids_of(tasks).await.len(), 4 * 1_000, "no ID twice");
     let refusals = client.metrics().refusals;
     assert!(
         refusals > 0,
