@@ -184,6 +184,21 @@ impl DemandMeter {
         self.largest[0].max(self.largest[1])
     }
 
+    /// How many IDs the burst under way at `now` may still take: the largest burst less
+    /// what it took so far, while it is under way (its first ID within `BURST_SPAN`);
+    /// none between bursts.
+    pub fn burst_left(&mut self, now: Instant) -> u64 {
+        if now.saturating_duration_since(self.burst_started) >= BURST_SPAN {
+            return 0;
+        }
+        self.largest_burst(now).saturating_sub(self.burst)
+    }
+
+    /// The time between the starts of the last two bursts.
+    pub fn last_interval(&self) -> Duration {
+        self.between_bursts
+    }
+
     /// Starts a new memory period when the current one is over: `BURST_MEMORY` long, or
     /// two intervals between bursts when those are longer (at a few IDs a second, the
     /// last burst is remembered until the next).
@@ -305,7 +320,15 @@ mod tests {
             }
         }
         assert_eq!(meter.largest_burst(now), 16);
+        assert_eq!(meter.last_interval(), ms(16));
         assert!((900.0..1_100.0).contains(&meter.rate()), "{}", meter.rate());
+        // What the burst under way may still take: 4 taken of 16; none between bursts.
+        let (mut mid, next) = (meter.clone(), now + ms(16));
+        for i in 0..4 {
+            mid.took(1, next + Duration::from_micros(i * 20));
+        }
+        assert_eq!(mid.burst_left(next + Duration::from_micros(100)), 12);
+        assert_eq!(mid.burst_left(next + ms(1)), 0);
         // Callers woken on consecutive 1 ms ticks make separate bursts.
         let mut ticks = DemandMeter::new(start);
         steady(&mut ticks, start, 50, ms(100));

@@ -179,14 +179,55 @@ pub(crate) fn prefetch_index(count: u64, pace: &Pace, bounds: &RangeBounds) -> u
 /// refill started then lands: the round trip and spreads rounded down to whole intervals
 /// between bursts, plus one.
 pub(crate) fn snowflake_lead(pace: &Pace) -> Duration {
-    let fetch = pace.round_trip + (pace.round_trip_spread * 4).min(pace.round_trip / 2);
-    let lead = fetch + Duration::from_millis(3);
+    let fetch = snowflake_fetch_time(pace);
+    let lead = fetch + LEAD_MARGIN;
     let between = pace.between_bursts();
     if between.is_zero() {
         return lead;
     }
     let whole = (fetch.as_secs_f64() / between.as_secs_f64()).floor();
     lead.max(between.mul_f64(whole + 1.0))
+}
+
+/// What a snowflake cache's lead adds to a fetch's expected time: callers woken by tokio's
+/// 1 ms timer tick start refills up to a tick or two late, and the fetch's task waits its
+/// turn on the runtime.
+const LEAD_MARGIN: Duration = Duration::from_millis(3);
+
+/// How long a fetch is expected to take: one round trip plus four spreads, at most half a
+/// round trip more.
+fn snowflake_fetch_time(pace: &Pace) -> Duration {
+    pace.round_trip + (pace.round_trip_spread * 4).min(pace.round_trip / 2)
+}
+
+/// A planned batch less what the cache holds beyond the rest of the burst under way
+/// (`burst_left`), when bursts come farther apart than a fetch takes (by more than the
+/// lead's margin, in the last interval measured between their starts, `last_interval`,
+/// and in the largest burst at the average rate): a refill started at
+/// one burst then lands before the next and need only make up what the cache lacks for
+/// it. A batch of whole bursts on top of a surplus (a burst smaller than the largest, a
+/// batch that grew while callers waited) would keep that surplus for good, handed out
+/// first at every burst, an interval older than the rest. Never below what callers take
+/// in a round trip plus 2 ms at the average rate (the largest burst can overstate the
+/// interval between bursts). When bursts are closer, the planned batch: the lead, counted
+/// in time, lets a surplus delay the next refill instead.
+pub(crate) fn snowflake_trimmed_batch(
+    pace: &Pace,
+    planned: u32,
+    cached: usize,
+    burst_left: u64,
+    last_interval: Duration,
+) -> u32 {
+    // With the lead's margin: a refill must land before the next burst for sure.
+    let fetch = snowflake_fetch_time(pace) + LEAD_MARGIN;
+    if pace.between_bursts().min(last_interval) <= fetch {
+        return planned;
+    }
+    let surplus = (cached as u64).saturating_sub(burst_left);
+    let span = pace.round_trip + Duration::from_millis(2);
+    let floor = (pace.rate * span.as_secs_f64()).round().max(1.0) as u64;
+    let trimmed = u64::from(planned).saturating_sub(surplus).max(floor);
+    trimmed.min(u64::from(planned)) as u32
 }
 
 /// How long since its batch arrived an ID may be handed out: two round trips plus 10 ms,
@@ -427,6 +468,30 @@ mod tests {
             ms(12),
             "nothing measured"
         );
+    }
+
+    #[test]
+    fn a_batch_for_bursts_far_apart_leaves_out_what_the_cache_holds_beyond_the_burst_under_way() {
+        // 16 IDs every 16 ms at a 4 ms round trip: a refill lands before the next burst.
+        let p = Pace {
+            burst: 16,
+            ..pace(1_000.0, ms(4))
+        };
+        assert_eq!(snowflake_batch(&p, 16, 0, 100_000), 16);
+        // 2 IDs left over after the burst: the next batch makes up the other 14.
+        assert_eq!(snowflake_trimmed_batch(&p, 16, 2, 0, ms(16)), 14);
+        // Mid-burst, 10 of those 12 cached are the burst's own: the same 14.
+        assert_eq!(snowflake_trimmed_batch(&p, 16, 12, 10, ms(16)), 14);
+        // Never below a round trip plus 2 ms at the average rate (6 IDs).
+        assert_eq!(snowflake_trimmed_batch(&p, 16, 15, 0, ms(16)), 6);
+        // Bursts closer than a fetch plus the lead's margin (7 ms), by either measure: as
+        // planned.
+        assert_eq!(snowflake_trimmed_batch(&p, 16, 2, 0, ms(5)), 16);
+        let close = Pace {
+            burst: 4,
+            ..pace(1_000.0, ms(4))
+        };
+        assert_eq!(snowflake_trimmed_batch(&close, 8, 4, 0, ms(16)), 8);
     }
 
     #[test]

@@ -332,17 +332,26 @@ impl Shared {
     /// The size of the batch to fetch now, from the rate and bursts measured so far.
     fn plan_batch(&self) -> u32 {
         let mut store = self.lock();
-        store.refresh_burst(Instant::now());
+        let now = Instant::now();
+        store.refresh_burst(now);
         store.waits_in_a_row = if store.callers_waited {
             store.waits_in_a_row + 1
         } else {
             0
         };
-        let count = fetch_plan::snowflake_batch(
+        let planned = fetch_plan::snowflake_batch(
             &store.pace,
             store.last_batch,
             store.waits_in_a_row,
             self.options.batch.max(1),
+        );
+        let burst_left = store.demand.burst_left(now);
+        let count = fetch_plan::snowflake_trimmed_batch(
+            &store.pace,
+            planned,
+            store.cached,
+            burst_left,
+            store.demand.last_interval(),
         );
         store.last_batch = count;
         store.callers_waited = false;
