@@ -92,6 +92,18 @@ impl Error {
 }
 
 impl Error {
+    /// When the same request fits, if this is a DRIFT refusal that says so (at least a
+    /// millisecond: the server rounds down).
+    pub(crate) fn fits_in(&self) -> Option<std::time::Duration> {
+        match self {
+            Error::Drift {
+                retry_in: Some(wait),
+                ..
+            } => Some((*wait).max(std::time::Duration::from_millis(1))),
+            _ => None,
+        }
+    }
+
     /// This error, with `address` named if it is a certificate problem (the TLS library does
     /// not say which server it was talking to).
     pub(crate) fn naming_node(self, address: &str) -> Error {

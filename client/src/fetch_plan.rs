@@ -200,6 +200,14 @@ fn snowflake_fetch_time(pace: &Pace) -> Duration {
     pace.round_trip + (pace.round_trip_spread * 4).min(pace.round_trip / 2)
 }
 
+/// What callers take, at the average rate, in a round trip plus 2 ms: a batch's size
+/// before bursts and growth. Rounded, not up: at a few IDs a second, one more ID a batch
+/// than callers take in a round trip would pile up in the cache and be thrown away old.
+fn ids_in_a_fetch(pace: &Pace) -> f64 {
+    let span = pace.round_trip + Duration::from_millis(2);
+    (pace.rate * span.as_secs_f64()).round()
+}
+
 /// A planned batch less what the cache holds beyond the rest of the burst under way
 /// (`burst_left`), when bursts come farther apart than a fetch takes (by more than the
 /// lead's margin, in the last interval measured between their starts, `last_interval`,
@@ -224,8 +232,7 @@ pub(crate) fn snowflake_trimmed_batch(
         return planned;
     }
     let surplus = (cached as u64).saturating_sub(burst_left);
-    let span = pace.round_trip + Duration::from_millis(2);
-    let floor = (pace.rate * span.as_secs_f64()).round().max(1.0) as u64;
+    let floor = ids_in_a_fetch(pace).max(1.0) as u64;
     let trimmed = u64::from(planned).saturating_sub(surplus).max(floor);
     trimmed.min(u64::from(planned)) as u32
 }
@@ -277,10 +284,7 @@ pub(crate) fn snowflake_refill_due(cached: usize, time_left: Duration, pace: &Pa
 /// times it when they waited for the one before too (demand far above the batches: reach
 /// it in half the round trips; the surplus is thrown away before it grows old).
 pub(crate) fn snowflake_batch(pace: &Pace, last: u32, waits_in_a_row: u32, max: u32) -> u32 {
-    let span = pace.round_trip + Duration::from_millis(2);
-    // Rounded, not up: at a few IDs a second, one more ID a batch than callers take in a
-    // round trip would pile up in the cache and be thrown away old.
-    let mut by_rate = (pace.rate * span.as_secs_f64()).round();
+    let mut by_rate = ids_in_a_fetch(pace);
     if pace.burst > 1 {
         let burst = pace.burst as f64;
         by_rate = (by_rate / burst).ceil() * burst;

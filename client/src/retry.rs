@@ -34,13 +34,11 @@ impl RetryPolicy {
         if now >= self.deadline || !(self.retry_on)(error) {
             return None;
         }
-        Some(match error {
-            Error::Drift {
-                retry_in: Some(wait),
-                ..
-            } => (*wait).clamp(Duration::from_millis(1), RETRY_EVERY),
-            _ => RETRY_EVERY,
-        })
+        Some(
+            error
+                .fits_in()
+                .map_or(RETRY_EVERY, |wait| wait.min(RETRY_EVERY)),
+        )
     }
 }
 

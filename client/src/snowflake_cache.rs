@@ -384,15 +384,11 @@ impl Shared {
 }
 
 /// When a refused fetch would fit, if the server refused it only for pacing its ID clock (a
-/// DRIFT refusal naming the wait, at least a millisecond; in `Nodes` mode, the last node's).
+/// DRIFT refusal naming the wait; in `Nodes` mode, the last node's).
 fn fits_in(error: &Error) -> Option<Duration> {
     match error {
-        Error::Drift {
-            retry_in: Some(wait),
-            ..
-        } => Some((*wait).max(Duration::from_millis(1))),
         Error::NoNodeAvailable { last, .. } => fits_in(last),
-        _ => None,
+        other => other.fits_in(),
     }
 }
 
