@@ -10,6 +10,7 @@
 //! whose length the client's `connect_timeout` and `response_timeout` bound.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::futures::Notified;
@@ -34,6 +35,9 @@ struct State {
 #[derive(Debug, Default)]
 pub(crate) struct FetchFlight {
     state: Mutex<State>,
+    /// `state.running.is_some()`, written under the lock, read without it: the callers'
+    /// fast path asks it (see `SegmentBuffer::next`).
+    under_way: AtomicBool,
     landed: Notify,
 }
 
@@ -57,12 +61,13 @@ impl FetchFlight {
         }
         state.started += 1;
         state.running = Some(state.started);
+        self.under_way.store(true, Ordering::Release);
         Ok(state.started)
     }
 
-    /// Whether a flight is under way.
+    /// Whether a flight is under way (without taking the lock).
     pub fn is_running(&self) -> bool {
-        self.lock().running.is_some()
+        self.under_way.load(Ordering::Acquire)
     }
 
     /// Ends `flight`, failed if `error` is given, and wakes every waiting caller.
@@ -71,6 +76,7 @@ impl FetchFlight {
             let mut state = self.lock();
             if state.running == Some(flight) {
                 state.running = None;
+                self.under_way.store(false, Ordering::Release);
             }
             if let Some(error) = error {
                 state.failed = Some((flight, error));

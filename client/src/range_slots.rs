@@ -56,9 +56,9 @@ pub(crate) type Epoch = u64;
 /// What [`RangeSlots::take`] got.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Taken {
-    /// A value no other caller gets; `prefetch_due` is true for exactly one caller per range;
-    /// `checkpoint` for one index in [`VALUES_PER_UNIT`], where the caller takes a unit of
-    /// the runtime's cooperative budget.
+    /// A value no other caller gets; `checkpoint` is true for one index in
+    /// [`VALUES_PER_UNIT`], where the caller may take a unit of the runtime's cooperative
+    /// budget; `prefetch_due` for exactly one caller per range (at a checkpoint).
     Value {
         value: i64,
         prefetch_due: bool,
@@ -126,17 +126,21 @@ impl RangeSlots {
             if index >= range.count {
                 return Taken::Exhausted(epoch);
             }
+            // The prefetch index is a checkpoint (see `install`): one test on the fast path.
+            let checkpoint = index & (VALUES_PER_UNIT - 1) == 0;
             return Taken::Value {
                 value: range.first + index as i64 * range.step,
-                prefetch_due: index == range.prefetch_at,
-                checkpoint: index & (VALUES_PER_UNIT - 1) == 0,
+                prefetch_due: checkpoint && index == range.prefetch_at,
+                checkpoint,
             };
         }
     }
 
-    /// Makes `range` current and returns the one it replaces. Installs must not run
-    /// concurrently with each other (takes may).
-    pub fn install(&self, range: RangeSpec) -> RangeSpec {
+    /// Makes `range` current and returns the one it replaces. Its prefetch index is moved
+    /// down to a checkpoint (at most `VALUES_PER_UNIT - 1` values earlier). Installs must
+    /// not run concurrently with each other (takes may).
+    pub fn install(&self, mut range: RangeSpec) -> RangeSpec {
+        range.prefetch_at &= !(VALUES_PER_UNIT - 1);
         let epoch = self.epoch();
         let replaced = self.current();
         let next = (epoch + 1) & (u64::MAX >> INDEX_BITS);
@@ -186,12 +190,13 @@ mod tests {
     use std::collections::HashSet;
     use std::sync::{Arc, Mutex};
 
+    /// A range whose prefetch index is the checkpoint at or before its middle.
     fn range(first: i64, step: i64, count: u64) -> RangeSpec {
         RangeSpec {
             first,
             step,
             count,
-            prefetch_at: count / 2,
+            prefetch_at: (count / 2) & !(VALUES_PER_UNIT - 1),
         }
     }
 
@@ -216,9 +221,9 @@ mod tests {
         assert_eq!(
             taken,
             vec![
-                value(10, false, true),
+                value(10, true, true),
                 value(13, false, false),
-                value(16, true, false),
+                value(16, false, false),
                 value(19, false, false),
                 Taken::Exhausted(1),
             ]
@@ -226,6 +231,27 @@ mod tests {
         assert_eq!(slots.install(range(100, 1, 1)), range(10, 3, 4));
         // A one-value range: its only taker is the one told to prefetch.
         assert_eq!(slots.take(), value(100, true, true));
+    }
+
+    #[test]
+    fn the_one_caller_told_to_prefetch_takes_the_checkpoint_at_or_before_the_prefetch_index() {
+        let slots = RangeSlots::new();
+        let asked = RangeSpec {
+            prefetch_at: 35,
+            ..range(0, 1, 70)
+        };
+        slots.install(asked); // prefetch index 35: moved down to the checkpoint at 32
+        let due: Vec<i64> = (0..70)
+            .filter_map(|_| match slots.take() {
+                Taken::Value {
+                    value,
+                    prefetch_due: true,
+                    ..
+                } => Some(value),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(due, [32]);
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! - Fast path, lock-free: taking a value is one atomic `fetch_add` on a cursor plus a few
 //!   plain loads (see `range_slots.rs`); no value goes to two callers (a caller that loses
 //!   a race with a range switch skips a value rather than share one).
-//! - Cooperative: one value in 16 takes a unit of tokio's task budget, so a caller that
-//!   never yields still lets the runtime run the background fetch (`cooperate.rs`).
+//! - Cooperative while it matters: while a fetch is under way, one value in 16 takes a unit
+//!   of tokio's task budget, so a caller that never yields still lets the runtime run the
+//!   background fetch (`cooperate.rs`). The rest of the time a value is as ready as
+//!   `std::future::ready`, and costs no more.
 //! - Double buffer, timed and sized from measurements (`fetch_plan.rs`): the next range is
 //!   fetched in the background once the values left would last less than four round trips
 //!   (and at the latest at `prefetch_after`), and is sized to last `target_duration` at the
@@ -58,15 +60,19 @@ struct Shared {
 /// The future of [`SegmentBuffer::next`].
 #[must_use = "futures do nothing unless awaited"]
 pub struct NextValue<'a> {
-    buffer: &'a SegmentBuffer,
+    // Only the slow states hold the buffer: a ready value is one word to store in the
+    // caller's future, and every store counts on a path that is one atomic add.
     state: NextState<'a>,
 }
 
 enum NextState<'a> {
-    /// The value taken when `next` was called, and whether to take a unit of the budget.
-    Taken(i64, bool),
+    /// The value taken when `next` was called.
+    Taken(i64),
+    /// The value taken when `next` was called, at a checkpoint while a fetch is under way:
+    /// handed out once the task has taken a unit of its cooperative budget.
+    TakenAtCheckpoint(i64),
     /// The range was used up: the slow path starts at the first poll.
-    Exhausted(Epoch),
+    Exhausted(&'a SegmentBuffer, Epoch),
     /// Waiting for the next range.
     Waiting(Pin<Box<dyn Future<Output = Result<i64>> + Send + 'a>>),
     Finished,
@@ -75,15 +81,12 @@ enum NextState<'a> {
 impl std::fmt::Debug for NextValue<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
-            NextState::Taken(..) => "ready",
-            NextState::Exhausted(_) => "range used up",
+            NextState::Taken(_) | NextState::TakenAtCheckpoint(_) => "ready",
+            NextState::Exhausted(..) => "range used up",
             NextState::Waiting(_) => "waiting for the next range",
             NextState::Finished => "finished",
         };
-        f.debug_struct("NextValue")
-            .field("key", &self.buffer.shared.key)
-            .field("state", &state)
-            .finish()
+        f.debug_struct("NextValue").field("state", &state).finish()
     }
 }
 
@@ -93,12 +96,7 @@ impl Future for NextValue<'_> {
     #[inline(always)]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<i64>> {
         let this = &mut *self;
-        if let NextState::Taken(value, checkpoint) = this.state {
-            if checkpoint && poll_budget(cx).is_pending() {
-                // The task used up its budget: give the worker back; the value stays ours.
-                this.state = NextState::Taken(value, false);
-                return Poll::Pending;
-            }
+        if let NextState::Taken(value) = this.state {
             this.state = NextState::Finished;
             return Poll::Ready(Ok(value));
         }
@@ -110,8 +108,17 @@ impl<'a> NextValue<'a> {
     #[cold]
     #[inline(never)]
     fn poll_slow(&mut self, cx: &mut Context<'_>) -> Poll<Result<i64>> {
-        if let NextState::Exhausted(epoch) = self.state {
-            self.state = NextState::Waiting(Box::pin(self.buffer.next_after(epoch)));
+        if let NextState::TakenAtCheckpoint(value) = self.state {
+            if poll_budget(cx).is_pending() {
+                // The task used up its budget: give the worker back (so that it runs the
+                // fetch); the value stays ours.
+                return Poll::Pending;
+            }
+            self.state = NextState::Finished;
+            return Poll::Ready(Ok(value));
+        }
+        if let NextState::Exhausted(buffer, epoch) = self.state {
+            self.state = NextState::Waiting(Box::pin(buffer.next_after(epoch)));
         }
         match &mut self.state {
             NextState::Waiting(waiting) => {
@@ -188,10 +195,10 @@ impl SegmentBuffer {
     #[inline(always)]
     pub fn next(&self) -> NextValue<'_> {
         NextValue {
-            buffer: self,
             state: match self.take() {
-                Ok((value, checkpoint)) => NextState::Taken(value, checkpoint),
-                Err(epoch) => NextState::Exhausted(epoch),
+                Ok((value, false)) => NextState::Taken(value),
+                Ok((value, true)) => NextState::TakenAtCheckpoint(value),
+                Err(epoch) => NextState::Exhausted(self, epoch),
             },
         }
     }
@@ -214,8 +221,8 @@ impl SegmentBuffer {
         self.take().ok().map(|(value, _)| value)
     }
 
-    /// A value of the current range and whether it is a budget checkpoint, or the epoch of
-    /// the used-up range.
+    /// A value of the current range and whether its caller takes a unit of the cooperative
+    /// budget before using it, or the epoch of the used-up range.
     #[inline(always)]
     fn take(&self) -> std::result::Result<(i64, bool), Epoch> {
         match self.shared.current.take() {
@@ -223,19 +230,27 @@ impl SegmentBuffer {
                 value,
                 prefetch_due,
                 checkpoint,
-            } => {
-                if prefetch_due {
-                    self.prefetch();
-                }
-                Ok((value, checkpoint))
-            }
+            } => Ok((value, checkpoint && self.at_checkpoint(prefetch_due))),
             Taken::Exhausted(epoch) => Err(epoch),
         }
     }
 
-    /// Kept out of line so that the fast path stays small.
+    /// One value in [`VALUES_PER_UNIT`](crate::cooperate::VALUES_PER_UNIT): starts the
+    /// prefetch if this is its index, and says whether the caller takes a unit of the
+    /// budget. Only while a fetch is under way: that is when a caller that never yields
+    /// would hold it back (the fetch's task waits for the caller's worker). Otherwise the
+    /// value is as ready as `std::future::ready`, and costs no more. Out of line, so that
+    /// the fast path stays one atomic add and a test.
     #[cold]
     #[inline(never)]
+    fn at_checkpoint(&self, prefetch_due: bool) -> bool {
+        if prefetch_due {
+            self.prefetch();
+        }
+        self.shared.flight.is_running()
+    }
+
+    /// Starts fetching the next range unless one is at hand or under way.
     fn prefetch(&self) {
         let shared = &self.shared;
         let mut reserve = shared.lock();

@@ -108,11 +108,12 @@ async fn the_next_fetch_starts_four_round_trips_before_the_range_runs_out() {
     assert_eq!(sizes_now.len(), 2);
     let second = sizes_now[1];
     assert!((4_000..=4_200).contains(&second), "{second}");
-    // Take the second range up to its prefetch point, one value short.
+    // Take the second range up to its prefetch point, short of it by more than the 15
+    // values by which it moves down to a checkpoint.
     let lead_values = 2_050;
-    let (_, waits) = take_paced(&buffer, second as usize - lead_values - 10, every).await;
+    let (_, waits) = take_paced(&buffer, second as usize - lead_values - 30, every).await;
     assert_eq!((waits, sizes(&source).len()), (0, 2), "not yet");
-    let (_, waits) = take_paced(&buffer, 40, every).await;
+    let (_, waits) = take_paced(&buffer, 60, every).await;
     assert_eq!(
         (waits, sizes(&source).len()),
         (0, 3),
