@@ -411,18 +411,41 @@ async fn freeze_case(server: &Server) -> Vec<Freeze> {
     out
 }
 
-/// `SegmentBuffer::next` in tokio tasks against a `fetch_add` loop in the same kind of
-/// tasks, both results through `black_box`: values per second, the median of `rounds`.
-async fn local_path(server: &Server, tasks: u32, per_task: u64, rounds: usize) -> (f64, f64) {
+/// The local path at one number of tasks: values per second, each the median of the rounds.
+pub struct LocalPath {
+    pub tasks: u32,
+    /// `SegmentBuffer::next`, shared by the tasks.
+    pub shared: f64,
+    /// `LocalSegmentBuffer::next`, a handle per task.
+    pub handles: f64,
+    /// `fetch_add` on one counter shared by the tasks.
+    pub baseline: f64,
+}
+
+/// `SegmentBuffer::next` and `LocalSegmentBuffer::next` in tokio tasks against a
+/// `fetch_add` loop in the same kind of tasks, all results through `black_box`, interleaved
+/// in each of `rounds` rounds.
+async fn local_path(server: &Server, tasks: u32, per_task: u64, rounds: usize) -> LocalPath {
     let client = Client::connect(Topology::single(server.url()).unwrap())
         .await
         .unwrap();
-    let mut ours = Vec::new();
-    let mut baseline = Vec::new();
+    let (mut shared, mut handles, mut baseline) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
         let key = format!("local-{tasks}-{round}");
         let buffer = one_range_buffer(&client, &key, per_task * u64::from(tasks)).await;
-        ours.push(crate::client_side::buffer_rate(&buffer, tasks, per_task).await);
+        shared.push(crate::client_side::buffer_rate(&buffer, tasks, per_task).await);
+
+        let key = format!("handles-{tasks}-{round}");
+        let buffer = one_range_buffer(&client, &key, per_task * u64::from(tasks)).await;
+        let rate = crate::client_side::tasks_rate(tasks, per_task, || {
+            let mut handle = buffer.local();
+            async move {
+                for _ in 0..per_task {
+                    std::hint::black_box(handle.next().await.unwrap());
+                }
+            }
+        });
+        handles.push(rate.await);
 
         let counter = Arc::new(AtomicU64::new(0));
         let rate = crate::client_side::tasks_rate(tasks, per_task, || {
@@ -436,13 +459,18 @@ async fn local_path(server: &Server, tasks: u32, per_task: u64, rounds: usize) -
         });
         baseline.push(rate.await);
     }
-    (median(&ours), median(&baseline))
+    LocalPath {
+        tasks,
+        shared: median(&shared),
+        handles: median(&handles),
+        baseline: median(&baseline),
+    }
 }
 
-/// A buffer whose one range holds `values` more after its first: the local path is timed,
-/// not the range switches.
+/// A buffer whose one range holds `values` more after its first (and the blocks its handles
+/// hold back): the local path is timed, not the range switches.
 async fn one_range_buffer(client: &Client, key: &str, values: u64) -> idgen_client::SegmentBuffer {
-    let size = values + 1;
+    let size = values + 1 + 64 * 64;
     let options = SegmentOptions::default()
         .initial_size(size)
         .max_size(size)
@@ -484,7 +512,7 @@ fn ms(duration: Duration) -> String {
 fn render(
     rows: &[Row],
     freeze: &[Freeze],
-    local: &[(u32, f64, f64)],
+    local: &[LocalPath],
     sync: (f64, f64),
     command: &str,
 ) -> String {
@@ -561,25 +589,30 @@ fn render(
         ));
     }
     out.push_str(
-        "\nThe local path: `SegmentBuffer::next().await` in tokio tasks (one range for the \
-         whole run) against `std::future::ready(counter.fetch_add(1)).await` in the same \
-         kind of tasks, both results through `black_box`; median of 3 rounds:\n\n\
-         | tasks | SegmentBuffer::next (values/s) | fetch_add (values/s) | ratio |\n\
-         |--:|--:|--:|--:|\n",
+        "\nThe local path: `SegmentBuffer::next().await` (one buffer shared by the tasks) and \
+         `LocalSegmentBuffer::next().await` (a handle per task, from `buffer.local()`) in \
+         tokio tasks, one range for the whole run, against \
+         `std::future::ready(counter.fetch_add(1)).await` on one counter in the same kind of \
+         tasks, all results through `black_box`; median of 3 interleaved rounds:\n\n\
+         | tasks | SegmentBuffer::next (values/s) | ratio | LocalSegmentBuffer::next (values/s) | ratio | fetch_add (values/s) |\n\
+         |--:|--:|--:|--:|--:|--:|\n",
     );
-    for (tasks, ours, baseline) in local {
+    for row in local {
         out.push_str(&format!(
-            "| {tasks} | {} | {} | {:.2} |\n",
-            grouped(*ours),
-            grouped(*baseline),
-            ours / baseline
+            "| {} | {} | {:.2} | {} | {:.2} | {} |\n",
+            row.tasks,
+            grouped(row.shared),
+            row.shared / row.baseline,
+            grouped(row.handles),
+            row.handles / row.baseline,
+            grouped(row.baseline),
         ));
     }
     out.push_str(&format!(
         "\nThe same range taken with `SegmentBuffer::try_next()` in a plain loop on one thread \
          (no runtime, no future, no cooperative budget): {} values/s against a `fetch_add` \
-         loop's {} ({:.2}). The difference between the two tables is what `next().await` \
-         adds: the future and, every 16 values, a unit of tokio's budget.\n",
+         loop's {} ({:.2}). The difference from the table's first ratio is what \
+         `next().await` adds: the future, kept in the task's own future between polls.\n",
         grouped(sync.0),
         grouped(sync.1),
         sync.0 / sync.1
@@ -608,17 +641,25 @@ fn splice(text: &str, section: &str) -> String {
     }
 }
 
+fn print_local_path(row: &LocalPath) {
+    eprintln!(
+        "local path, {} tasks: next {:.0} ({:.2}), handles {:.0} ({:.2}), fetch_add {:.0}",
+        row.tasks,
+        row.shared,
+        row.shared / row.baseline,
+        row.handles,
+        row.handles / row.baseline,
+        row.baseline
+    );
+}
+
 /// The local path alone, printed (for profiling: `buffers --local-only`).
 pub async fn run_local_only(quick: bool) {
     let server = Server::start(&MODULE_ARGS);
     let per_task_total: u64 = if quick { 20_000_000 } else { 100_000_000 };
     for tasks in [1u32, 8] {
-        let (ours, baseline) =
-            local_path(&server, tasks, per_task_total / u64::from(tasks), 1).await;
-        println!(
-            "local path, {tasks} tasks: {ours:.0} vs {baseline:.0} ({:.2})",
-            ours / baseline
-        );
+        let row = local_path(&server, tasks, per_task_total / u64::from(tasks), 1).await;
+        print_local_path(&row);
     }
     let (ours, baseline) = sync_path(&server, per_task_total, 1).await;
     println!(
@@ -665,10 +706,9 @@ pub async fn run(quick: bool, report: &std::path::Path) {
     let rounds = if quick { 1 } else { 3 };
     let mut local = Vec::new();
     for tasks in [1u32, 8] {
-        let (ours, baseline) =
-            local_path(&server, tasks, per_task_total / u64::from(tasks), rounds).await;
-        eprintln!("local path, {tasks} tasks: {ours:.0} vs {baseline:.0}");
-        local.push((tasks, ours, baseline));
+        let row = local_path(&server, tasks, per_task_total / u64::from(tasks), rounds).await;
+        print_local_path(&row);
+        local.push(row);
     }
     let command = if quick {
         "cargo run --release -p idgen-bench -- buffers --quick"

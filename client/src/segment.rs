@@ -27,10 +27,18 @@ use crate::error::Result;
 use crate::fetch_flight::{self, FetchFlight};
 use crate::fetch_plan::{self, Pace, RangeBounds, MIN_RATE_SAMPLE};
 use crate::metrics::Metrics;
-use crate::range_slots::{Epoch, RangeSlots, RangeSpec, Taken};
+use crate::range_slots::{Epoch, RangeSlots, RangeSpec, Taken, TakenBlock};
 use crate::settings::SegmentOptions;
 use crate::source::IdSource;
 use crate::wait_stats::{WaitCounter, WaitStats, WaitTimer};
+
+/// Consecutive values of a range: `first`, `first + step`, … (`count` of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Block {
+    pub first: i64,
+    pub step: i64,
+    pub count: u64,
+}
 
 /// What the slow path knows: the prefetched range and the measurements that size the next.
 struct Reserve {
@@ -105,6 +113,25 @@ impl Future for NextValue<'_> {
 }
 
 impl<'a> NextValue<'a> {
+    /// A value in hand, handed out at the first poll (after a unit of the task's budget if
+    /// `cooperate`).
+    #[inline(always)]
+    pub(crate) fn taken(value: i64, cooperate: bool) -> Self {
+        let state = if cooperate {
+            NextState::TakenAtCheckpoint(value)
+        } else {
+            NextState::Taken(value)
+        };
+        NextValue { state }
+    }
+
+    /// The value `future` gets from the server.
+    pub(crate) fn waiting(future: impl Future<Output = Result<i64>> + Send + 'a) -> Self {
+        NextValue {
+            state: NextState::Waiting(Box::pin(future)),
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn poll_slow(&mut self, cx: &mut Context<'_>) -> Poll<Result<i64>> {
@@ -221,6 +248,27 @@ impl SegmentBuffer {
         self.take().ok().map(|(value, _)| value)
     }
 
+    /// Up to `wanted` values of the current range, taken with one atomic add (see
+    /// `LocalSegmentBuffer`), and whether the caller takes a unit of the cooperative budget
+    /// before using them; or the epoch of the used-up range.
+    pub(crate) fn take_block(&self, wanted: u64) -> std::result::Result<(Block, bool), Epoch> {
+        match self.shared.current.take_block(wanted) {
+            TakenBlock::Values {
+                first,
+                step,
+                count,
+                prefetch_due,
+            } => {
+                if prefetch_due {
+                    self.prefetch();
+                }
+                let block = Block { first, step, count };
+                Ok((block, self.shared.flight.is_running()))
+            }
+            TakenBlock::Exhausted(epoch) => Err(epoch),
+        }
+    }
+
     /// A value of the current range and whether its caller takes a unit of the cooperative
     /// budget before using it, or the epoch of the used-up range.
     #[inline(always)]
@@ -280,7 +328,7 @@ impl SegmentBuffer {
     /// Replaces the used-up range of epoch `exhausted`: with the prefetched one if it is
     /// there, else after the fetch under way (or one started now) lands. Returns that
     /// fetch's error if it failed.
-    async fn switch_from(&self, exhausted: Epoch) -> Result<()> {
+    pub(crate) async fn switch_from(&self, exhausted: Epoch) -> Result<()> {
         let shared = &self.shared;
         let mut waited_for = None;
         let mut timer = WaitTimer::new(&shared.waits);
