@@ -38,9 +38,15 @@ async fn segment_values_are_unique_across_tasks_that_never_yield_and_increase_pe
             let buffer = buffer.clone();
             tokio::spawn(async move {
                 let mut values = Vec::with_capacity(20_000);
+                // Half the tasks take through a handle of their own, in blocks.
+                let mut handle = (task % 4 >= 2).then(|| buffer.local());
                 for i in 0..20_000 {
-                    values.push(buffer.next().await.unwrap());
-                    // Half the tasks yield now and then, half never do.
+                    let value = match &mut handle {
+                        Some(handle) => handle.next().await,
+                        None => buffer.next().await,
+                    };
+                    values.push(value.unwrap());
+                    // Half the tasks (of each kind) yield now and then, half never do.
                     if task % 2 == 0 && i % 1024 == 0 {
                         tokio::task::yield_now().await;
                     }
