@@ -13,6 +13,7 @@ use idgen_client::{Client, SegmentOptions, Settings, SnowflakeCacheOptions, Topo
 use idgen_tests::Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::local_path::{self, LocalPath};
 use crate::server_side::MODULE_ARGS;
 use crate::stats::{grouped, median};
 
@@ -411,75 +412,6 @@ async fn freeze_case(server: &Server) -> Vec<Freeze> {
     out
 }
 
-/// The local path at one number of tasks: values per second, each the median of the rounds.
-pub struct LocalPath {
-    pub tasks: u32,
-    /// `SegmentBuffer::next`, shared by the tasks.
-    pub shared: f64,
-    /// `LocalSegmentBuffer::next`, a handle per task.
-    pub handles: f64,
-    /// `fetch_add` on one counter shared by the tasks.
-    pub baseline: f64,
-}
-
-/// `SegmentBuffer::next` and `LocalSegmentBuffer::next` in tokio tasks against a
-/// `fetch_add` loop in the same kind of tasks, all results through `black_box`, interleaved
-/// in each of `rounds` rounds.
-async fn local_path(server: &Server, tasks: u32, per_task: u64, rounds: usize) -> LocalPath {
-    let client = Client::connect(Topology::single(server.url()).unwrap())
-        .await
-        .unwrap();
-    let (mut shared, mut handles, mut baseline) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..rounds {
-        let key = format!("local-{tasks}-{round}");
-        let buffer = one_range_buffer(&client, &key, per_task * u64::from(tasks)).await;
-        shared.push(crate::client_side::buffer_rate(&buffer, tasks, per_task).await);
-
-        let key = format!("handles-{tasks}-{round}");
-        let buffer = one_range_buffer(&client, &key, per_task * u64::from(tasks)).await;
-        let rate = crate::client_side::tasks_rate(tasks, per_task, || {
-            let mut handle = buffer.local();
-            async move {
-                for _ in 0..per_task {
-                    std::hint::black_box(handle.next().await.unwrap());
-                }
-            }
-        });
-        handles.push(rate.await);
-
-        let counter = Arc::new(AtomicU64::new(0));
-        let rate = crate::client_side::tasks_rate(tasks, per_task, || {
-            let counter = counter.clone();
-            async move {
-                for _ in 0..per_task {
-                    let value = std::future::ready(counter.fetch_add(1, Ordering::Relaxed));
-                    std::hint::black_box(value.await);
-                }
-            }
-        });
-        baseline.push(rate.await);
-    }
-    LocalPath {
-        tasks,
-        shared: median(&shared),
-        handles: median(&handles),
-        baseline: median(&baseline),
-    }
-}
-
-/// A buffer whose one range holds `values` more after its first (and the blocks its handles
-/// hold back): the local path is timed, not the range switches.
-async fn one_range_buffer(client: &Client, key: &str, values: u64) -> idgen_client::SegmentBuffer {
-    let size = values + 1 + 64 * 64;
-    let options = SegmentOptions::default()
-        .initial_size(size)
-        .max_size(size)
-        .min_size(size);
-    let buffer = client.segment_buffer(key, options);
-    buffer.next().await.unwrap();
-    buffer
-}
-
 /// `SegmentBuffer::try_next` in a plain loop on this thread (no runtime, no future, no
 /// cooperative budget) against a `fetch_add` loop, both through `black_box`; median of
 /// `rounds`. Shows what the synchronous part of the local path costs on its own.
@@ -489,7 +421,8 @@ async fn sync_path(server: &Server, per_round: u64, rounds: usize) -> (f64, f64)
         .unwrap();
     let (mut ours, mut baseline) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        let buffer = one_range_buffer(&client, &format!("sync-{round}"), per_round).await;
+        let buffer =
+            local_path::one_range_buffer(&client, &format!("sync-{round}"), per_round).await;
         let started = Instant::now();
         for _ in 0..per_round {
             std::hint::black_box(buffer.try_next());
@@ -593,21 +526,9 @@ fn render(
          `LocalSegmentBuffer::next().await` (a handle per task, from `buffer.local()`) in \
          tokio tasks, one range for the whole run, against \
          `std::future::ready(counter.fetch_add(1)).await` on one counter in the same kind of \
-         tasks, all results through `black_box`; median of 3 interleaved rounds:\n\n\
-         | tasks | SegmentBuffer::next (values/s) | ratio | LocalSegmentBuffer::next (values/s) | ratio | fetch_add (values/s) |\n\
-         |--:|--:|--:|--:|--:|--:|\n",
+         tasks, all results through `black_box`; median of 3 interleaved rounds:\n\n",
     );
-    for row in local {
-        out.push_str(&format!(
-            "| {} | {} | {:.2} | {} | {:.2} | {} |\n",
-            row.tasks,
-            grouped(row.shared),
-            row.shared / row.baseline,
-            grouped(row.handles),
-            row.handles / row.baseline,
-            grouped(row.baseline),
-        ));
-    }
+    out.push_str(&local_path::table(local));
     out.push_str(&format!(
         "\nThe same range taken with `SegmentBuffer::try_next()` in a plain loop on one thread \
          (no runtime, no future, no cooperative budget): {} values/s against a `fetch_add` \
@@ -641,25 +562,16 @@ fn splice(text: &str, section: &str) -> String {
     }
 }
 
-fn print_local_path(row: &LocalPath) {
-    eprintln!(
-        "local path, {} tasks: next {:.0} ({:.2}), handles {:.0} ({:.2}), fetch_add {:.0}",
-        row.tasks,
-        row.shared,
-        row.shared / row.baseline,
-        row.handles,
-        row.handles / row.baseline,
-        row.baseline
-    );
-}
-
 /// The local path alone, printed (for profiling: `buffers --local-only`).
 pub async fn run_local_only(quick: bool) {
     let server = Server::start(&MODULE_ARGS);
     let per_task_total: u64 = if quick { 20_000_000 } else { 100_000_000 };
+    let client = Client::connect(Topology::single(server.url()).unwrap())
+        .await
+        .unwrap();
     for tasks in [1u32, 8] {
-        let row = local_path(&server, tasks, per_task_total / u64::from(tasks), 1).await;
-        print_local_path(&row);
+        let row = local_path::measure(&client, tasks, per_task_total / u64::from(tasks), 1).await;
+        row.print();
     }
     let (ours, baseline) = sync_path(&server, per_task_total, 1).await;
     println!(
@@ -705,9 +617,13 @@ pub async fn run(quick: bool, report: &std::path::Path) {
     let per_task_total: u64 = if quick { 20_000_000 } else { 100_000_000 };
     let rounds = if quick { 1 } else { 3 };
     let mut local = Vec::new();
+    let client = Client::connect(Topology::single(server.url()).unwrap())
+        .await
+        .unwrap();
     for tasks in [1u32, 8] {
-        let row = local_path(&server, tasks, per_task_total / u64::from(tasks), rounds).await;
-        print_local_path(&row);
+        let row =
+            local_path::measure(&client, tasks, per_task_total / u64::from(tasks), rounds).await;
+        row.print();
         local.push(row);
     }
     let command = if quick {

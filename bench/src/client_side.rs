@@ -1,15 +1,14 @@
 //! Client side: unbatched `next_snowflake` against the raw server at the same concurrency,
-//! local segment values against a plain `AtomicU64::fetch_add` loop, the latency of single
+//! local segment values against a `fetch_add` loop (`local_path.rs`), the latency of single
 //! calls around range switches, and in-process generators for context.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idgen_client::{Client, SegmentOptions, Topology};
 use idgen_tests::Server;
 
 use crate::driver::{requests_per_second, Load};
+use crate::local_path::{self, LocalPath};
 use crate::server_side::MODULE_ARGS;
 use crate::stats::{median, quantile};
 
@@ -56,8 +55,8 @@ pub struct SwitchLatency {
 pub struct Results {
     /// Client `next_snowflake` against redis-benchmark at the same concurrency.
     pub unbatched: Vec<SideBySide>,
-    /// `SegmentBuffer::next` against `AtomicU64::fetch_add`.
-    pub local: Vec<SideBySide>,
+    /// `SegmentBuffer::next` and `LocalSegmentBuffer::next` against `fetch_add`.
+    pub local: Vec<LocalPath>,
     pub switch_latency: SwitchLatency,
     pub baselines: Vec<(String, f64)>,
 }
@@ -85,63 +84,6 @@ async fn client_rate(client: &Client, tasks: u32, duration: Duration) -> f64 {
         total += handle.await.unwrap();
     }
     total as f64 / started.elapsed().as_secs_f64()
-}
-
-async fn segment_rate(client: &Client, tasks: u32, per_task: u64) -> f64 {
-    let options = SegmentOptions::default()
-        .initial_size(1_000_000)
-        .max_size(10_000_000);
-    let buffer = client.segment_buffer("local", options);
-    buffer.next().await.unwrap(); // the first range, fetched before timing
-    buffer_rate(&buffer, tasks, per_task).await
-}
-
-/// Values per second that `tasks` tokio tasks take from `buffer`, `per_task` each, every
-/// value through `black_box`.
-pub async fn buffer_rate(buffer: &idgen_client::SegmentBuffer, tasks: u32, per_task: u64) -> f64 {
-    tasks_rate(tasks, per_task, || {
-        let buffer = buffer.clone();
-        async move {
-            for _ in 0..per_task {
-                std::hint::black_box(buffer.next().await.unwrap());
-            }
-        }
-    })
-    .await
-}
-
-/// Values per second of `tasks` tokio tasks, each `one_task()`: a loop that takes
-/// `per_task` values. Spawning is inside the timed span, as it is for every loop timed
-/// with it.
-pub async fn tasks_rate<Task>(tasks: u32, per_task: u64, mut one_task: impl FnMut() -> Task) -> f64
-where
-    Task: std::future::Future<Output = ()> + Send + 'static,
-{
-    let started = Instant::now();
-    let handles: Vec<_> = (0..tasks).map(|_| tokio::spawn(one_task())).collect();
-    for handle in handles {
-        handle.await.unwrap();
-    }
-    (u64::from(tasks) * per_task) as f64 / started.elapsed().as_secs_f64()
-}
-
-fn atomic_rate(threads: u32, per_thread: u64) -> f64 {
-    let counter = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let handles: Vec<_> = (0..threads)
-        .map(|_| {
-            let counter = counter.clone();
-            std::thread::spawn(move || {
-                for _ in 0..per_thread {
-                    std::hint::black_box(counter.fetch_add(1, Ordering::Relaxed));
-                }
-            })
-        })
-        .collect();
-    for handle in handles {
-        handle.join().unwrap();
-    }
-    (threads as u64 * per_thread) as f64 / started.elapsed().as_secs_f64()
 }
 
 async fn switch_latency(client: &Client, calls: usize) -> SwitchLatency {
@@ -227,18 +169,9 @@ pub async fn run(rounds: usize, scale: f64) -> Results {
     let per_task = (20_000_000.0 * scale) as u64;
     let mut local = Vec::new();
     for tasks in [1u32, 8] {
-        let mut segment_rates = Vec::new();
-        let mut atomic_rates = Vec::new();
-        for _ in 0..rounds {
-            segment_rates.push(segment_rate(&client, tasks, per_task / u64::from(tasks)).await);
-            atomic_rates.push(atomic_rate(tasks, per_task / u64::from(tasks)));
-        }
-        local.push(SideBySide::from_rounds(
-            "local segment vs atomic",
-            tasks,
-            &segment_rates,
-            &atomic_rates,
-        ));
+        let row = local_path::measure(&client, tasks, per_task / u64::from(tasks), rounds).await;
+        row.print();
+        local.push(row);
     }
     let switch_latency = switch_latency(&client, (2_000_000.0 * scale) as usize).await;
     let baselines = baselines((2_000_000.0 * scale) as u64);

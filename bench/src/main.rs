@@ -14,6 +14,7 @@ mod driver;
 mod floor;
 mod instructions;
 mod key_memory;
+mod local_path;
 mod plot;
 mod report;
 mod seed;
