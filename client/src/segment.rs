@@ -65,11 +65,9 @@ struct Shared {
     waits: WaitCounter,
 }
 
-/// The future of [`SegmentBuffer::next`].
+/// The future of [`SegmentBuffer::next`] and [`LocalSegmentBuffer::next`](crate::LocalSegmentBuffer::next).
 #[must_use = "futures do nothing unless awaited"]
 pub struct NextValue<'a> {
-    // Only the slow states hold the buffer: a ready value is one word to store in the
-    // caller's future, and every store counts on a path that is one atomic add.
     state: NextState<'a>,
 }
 
