@@ -9,7 +9,10 @@
 //!   burst they took lately; a batch holds one round trip plus 2 ms of use, in whole
 //!   bursts (growing while callers wait), at most `batch` IDs. The rate is capped by what callers took over the
 //!   last two seconds, so that the catch-up after a wait (a paced caller's backlog, taken
-//!   at once) does not size batches of seconds' worth of IDs.
+//!   at once) does not size batches of seconds' worth of IDs. After a batch grown fourfold
+//!   arrives to waiting callers, the next is sized only once they have taken their backlog
+//!   from it (2 ms, or sooner if it runs dry): grown again if it fell short, by the rate if
+//!   it did not.
 //! - Young: an ID older than about two round trips plus 10 ms since its batch arrived is
 //!   thrown away, not handed out (the surplus of a batch that grew past demand), and
 //!   refills are timed counting those IDs as gone.
@@ -39,6 +42,11 @@ use crate::wait_stats::{WaitCounter, WaitStats, WaitTimer};
 /// How long callers that waited for a batch may take to catch up, beyond two round trips.
 const CATCH_UP_SPAN: Duration = Duration::from_millis(10);
 
+/// How long after a batch that callers waited for arrives they are taking their backlog
+/// from it, at least: a task paced by tokio's 1 ms timer finishes what fell due before it
+/// waited, sleeps a tick, then takes what fell due meanwhile.
+const CATCH_UP_TICKS: Duration = Duration::from_millis(2);
+
 /// How long a batch the server refused for pacing its ID clock (DRIFT: just restarted with
 /// its restart fence on, or past `max-drift-ms` after bursts) is asked for again, each time
 /// when the server said it fits, before the callers waiting for it get the refusal. The
@@ -67,7 +75,8 @@ struct Store {
     demand: DemandMeter,
     /// The size of the last batch asked for.
     last_batch: u32,
-    /// Whether a caller found the cache empty since the last batch was asked for.
+    /// Whether a caller found the cache empty since the last batch was asked for (or since
+    /// a fourfold batch arrived, see `backlog_until`).
     callers_waited: bool,
     /// How many batches in a row callers waited for.
     waits_in_a_row: u32,
@@ -77,6 +86,16 @@ struct Store {
     /// Until when IDs are taken by callers catching up after waiting for a batch: their
     /// backlog, taken at once, is not a burst they make by habit.
     catch_up_until: Option<Instant>,
+    /// Whether the last batch asked for was grown fourfold (callers waited for two batches
+    /// in a row: demand far above the batches, as at a cold start).
+    last_fourfold: bool,
+    /// Until when callers that waited for a fourfold batch take their backlog from it (see
+    /// `CATCH_UP_TICKS`). No refill starts meanwhile unless the cache runs dry: the next
+    /// batch is sized once it is known whether this one covered them (grown again if not,
+    /// by the rate if so). Sized at the first take after the arrival, batches went on
+    /// growing fourfold for a shortage the batch at hand had already met: to 100,000 IDs
+    /// for a cold task taking 50,000 a second through a 50 ms round trip, thrown away.
+    backlog_until: Option<Instant>,
 }
 
 impl Store {
@@ -171,6 +190,8 @@ impl SnowflakeCache {
                     demand: DemandMeter::new(Instant::now()),
                     callers_waiting: false,
                     catch_up_until: None,
+                    last_fourfold: false,
+                    backlog_until: None,
                     last_batch: FIRST_BATCH / 2,
                     callers_waited: true,
                     waits_in_a_row: 0,
@@ -286,11 +307,13 @@ impl Shared {
                     store.callers_waited = true;
                     store.callers_waiting = true;
                 }
+                store.backlog_until = None;
             }
         }
         let time_left = store.time_left(now, limit);
         let due = fetch_plan::snowflake_refill_due(store.cached, time_left, &store.pace);
-        (id, due && !self.flight.is_running())
+        let taking_backlog = store.backlog_until.is_some_and(|until| now < until);
+        (id, due && !taking_backlog && !self.flight.is_running())
     }
 
     /// Starts a refill in its own task unless one is under way; returns the flight to wait
@@ -354,6 +377,7 @@ impl Shared {
             store.demand.last_interval(),
         );
         store.last_batch = count;
+        store.last_fourfold = store.waits_in_a_row >= 2;
         store.callers_waited = false;
         count
     }
@@ -365,6 +389,11 @@ impl Shared {
         let now = Instant::now();
         if std::mem::take(&mut store.callers_waiting) {
             store.catch_up_until = Some(now + store.pace.round_trip * 2 + CATCH_UP_SPAN);
+            if store.last_fourfold {
+                store.backlog_until = Some(now + CATCH_UP_TICKS);
+                // Whether callers fall short from now on is news about this batch.
+                store.callers_waited = false;
+            }
         }
         let floor = store
             .batches

@@ -369,3 +369,27 @@ async fn at_two_calls_a_second_nobody_waits_and_a_call_costs_at_most_one_fetch()
     // One fetch a call, and the first batch (16 IDs) and the one that replaced it.
     assert!(batches(&source).len() <= 42, "{:?}", batches(&source));
 }
+
+/// A task paced at 50,000 IDs a second that starts cold through a 52 ms round trip falls
+/// behind while the first small batches come and go, and takes its backlog at once when
+/// one arrives. Batches grow fourfold while it waits, and stop growing once one covers
+/// it: none is more than eight times the steady batch, and little is thrown away.
+#[tokio::test(start_paused = true)]
+async fn a_cold_start_grows_batches_until_one_covers_the_callers_and_no_further() {
+    let source = Arc::new(CountingSource::with_round_trip(Duration::from_millis(52)));
+    let cache = cache_with(&source, SnowflakeCacheOptions::default());
+    let run = paced_tasks(&cache, &source, 50_000.0, 1).await;
+    let sizes = batches(&source);
+    let steady = *sizes.last().unwrap();
+    let largest = *sizes.iter().max().unwrap();
+    assert!(
+        largest <= steady * 8,
+        "largest batch {largest}, steady {steady}: {sizes:?}"
+    );
+    assert!(
+        cache.discarded() <= u64::from(steady),
+        "{} thrown away: {sizes:?}",
+        cache.discarded()
+    );
+    assert_eq!(run.waits, 0, "after the first second");
+}
