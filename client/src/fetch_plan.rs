@@ -277,6 +277,46 @@ pub(crate) fn snowflake_refill_due(cached: usize, time_left: Duration, pace: &Pa
     cached == 0 || time_left < snowflake_lead(pace) || (cached as u64) < pace.burst
 }
 
+/// Bursts at least this far apart get refills started on a timer (see
+/// [`snowflake_refill_delay`]); closer, waiting for the next burst costs little age.
+pub(crate) const TIMED_REFILLS_FROM: Duration = Duration::from_millis(8);
+
+/// What a refill started on a timer adds to the lead's margin: tokio's timer fires up to a
+/// 1 ms tick late, and the fetch's task then waits its turn (at 3 ms round trips, without
+/// it, a tenth of the bursts found the cache empty).
+const TIMER_SLACK: Duration = Duration::from_millis(4);
+
+/// When callers take in bursts at least [`TIMED_REFILLS_FROM`] apart, how long after now (a
+/// burst under way) a due refill should start, so that it lands a fetch's expected time
+/// plus the lead's margin before the first burst the cache cannot serve: the cache holds
+/// `beyond` IDs beyond what the burst under way still takes, that is so many whole bursts,
+/// and the next burst after those finds it short (sooner if the IDs grow too old first:
+/// `time_left`, see [`snowflake_time_left`]). A refill can otherwise start only when
+/// callers take, at a burst, and its IDs wait in the cache up to one interval more; at
+/// short round trips the next burst's IDs wait a whole interval (16 tasks at 1,000 IDs a
+/// second: 16 ms). `None` when the refill should start at once (steadier callers, or no
+/// time to spare).
+pub(crate) fn snowflake_refill_delay(
+    beyond: u64,
+    time_left: Duration,
+    pace: &Pace,
+) -> Option<Duration> {
+    let between = pace.between_bursts();
+    if between < TIMED_REFILLS_FROM {
+        return None;
+    }
+    let whole_bursts = beyond / pace.burst.max(1);
+    let dry_in = between
+        .mul_f64(whole_bursts as f64 + 1.0)
+        .min(time_left + between);
+    let needed = snowflake_fetch_time(pace) + LEAD_MARGIN + TIMER_SLACK;
+    // A delay of a tick or two saves little age and leaves the refill no room for a late
+    // timer (at a 7 ms round trip with 16 ms between bursts, callers waited).
+    dry_in
+        .checked_sub(needed)
+        .filter(|delay| *delay >= Duration::from_millis(2))
+}
+
 /// The size of the next snowflake batch: what callers use in one round trip plus 2 ms,
 /// rounded up to whole bursts when they take in bursts (the next refill starts at the
 /// burst after this one lands, so a batch need only last until then: any part of a burst
@@ -570,5 +610,44 @@ mod tests {
         );
         assert_eq!(snowflake_batch(&pace(0.0, ms(1)), 0, 0, 1000), 1);
         assert_eq!(snowflake_batch(&pace(1000.0, ms(1)), 1, 0, 1000), 3);
+    }
+
+    /// 16 tasks at 1,000 IDs/s woken together: 16 IDs every 16 ms.
+    fn bursts_every_16_ms(round_trip: Duration) -> Pace {
+        Pace {
+            burst: 16,
+            ..pace(1000.0, round_trip)
+        }
+    }
+
+    #[test]
+    fn a_refill_for_bursts_far_apart_starts_to_land_just_before_the_burst_that_needs_it() {
+        let pace = bursts_every_16_ms(ms(3));
+        // Needed: the 3 ms fetch, the 3 ms margin and the timer's 4 ms.
+        // Nothing beyond the burst under way: the next burst needs the refill, in 16 ms.
+        assert_eq!(snowflake_refill_delay(0, ms(100), &pace), Some(ms(6)));
+        // A whole burst beyond it (and part of another): the burst after next.
+        assert_eq!(snowflake_refill_delay(20, ms(100), &pace), Some(ms(22)));
+        // Unless those IDs grow too old first.
+        assert_eq!(snowflake_refill_delay(20, ms(5), &pace), Some(ms(11)));
+    }
+
+    #[test]
+    fn a_refill_starts_at_once_for_steady_callers_or_without_time_to_spare() {
+        // Bursts 1 ms apart (50 IDs every 1 ms at 50,000/s): no timer.
+        let steady = Pace {
+            burst: 50,
+            ..pace(50_000.0, ms(3))
+        };
+        assert_eq!(snowflake_refill_delay(0, ms(100), &steady), None);
+        // 16 ms between bursts, but an 8 ms fetch leaves 1 ms to wait: not worth a timer.
+        assert_eq!(
+            snowflake_refill_delay(0, ms(100), &bursts_every_16_ms(ms(8))),
+            None
+        );
+        assert_eq!(
+            snowflake_refill_delay(0, ms(100), &bursts_every_16_ms(ms(20))),
+            None
+        );
     }
 }

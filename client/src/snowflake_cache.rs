@@ -13,6 +13,11 @@
 //!   arrives to waiting callers, the next is sized only once they have taken their backlog
 //!   from it (2 ms, or sooner if it runs dry): grown again if it fell short, by the rate if
 //!   it did not.
+//! - Timed for bursts: callers woken together by one timer take in bursts; when those come
+//!   8 ms apart or more, a due refill waits on a timer to land just before the burst that
+//!   needs it (`fetch_plan::snowflake_refill_delay`), instead of starting at the burst
+//!   before and leaving its IDs an interval older; a caller that finds the cache empty
+//!   starts it at once.
 //! - Young: an ID older than about two round trips plus 10 ms since its batch arrived is
 //!   thrown away, not handed out (the surplus of a batch that grew past demand), and
 //!   refills are timed counting those IDs as gone.
@@ -27,6 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::demand::DemandMeter;
@@ -96,6 +102,10 @@ struct Store {
     /// growing fourfold for a shortage the batch at hand had already met: to 100,000 IDs
     /// for a cold task taking 50,000 a second through a 50 ms round trip, thrown away.
     backlog_until: Option<Instant>,
+    /// When the refill under way is to start, if it waits for its time (see
+    /// `fetch_plan::snowflake_refill_delay`); cleared by a caller that finds the cache
+    /// empty, which starts it at once.
+    refill_at: Option<Instant>,
 }
 
 impl Store {
@@ -128,6 +138,8 @@ struct Shared {
     options: SnowflakeCacheOptions,
     store: Mutex<Store>,
     flight: FetchFlight,
+    /// Wakes a refill waiting for its time when callers find the cache empty.
+    refill_now: Notify,
     /// IDs thrown away: older than `max_age`, or out of order.
     discarded: AtomicU64,
     waits: WaitCounter,
@@ -142,11 +154,13 @@ struct Shared {
 ///   as the servers' IDs are: by time, k-sorted.)
 /// - **Staleness**: at steady rates batches are sized to last about one round trip and
 ///   refills timed to land just before the cache runs dry, so an ID's time is within about
-///   two round trips plus 5 ms of when it is handed out. Callers that take in bursts far
-///   apart (many tasks woken by one timer) can start a refill only when they take, so the
-///   next burst's IDs wait in the cache for it: their age is up to one interval between
-///   bursts, when that is longer. No ID is handed out more than two round trips plus
-///   10 ms (plus those intervals) after its batch arrived, nor more than `max_age`: older
+///   two round trips plus 5 ms of when it is handed out. For callers that take in bursts
+///   at least 8 ms apart (many tasks woken by one timer), a refill waits on a timer to
+///   land a fetch plus 7 ms before the burst that needs it (at once if a caller finds the
+///   cache empty meanwhile); when a round trip leaves under 2 ms to wait, it starts at the
+///   burst before, and the next burst's IDs wait in the cache up to one interval between
+///   bursts. No ID is handed out more than two round trips plus
+///   10 ms (plus three such intervals) after its batch arrived, nor more than `max_age`: older
 ///   ones are thrown away (see [`SnowflakeCache::discarded`]). At rates so low that one ID
 ///   lasts longer than that, the cache keeps one ID for the next caller, up to `max_age`.
 /// - **Waiting**: a caller waits on the server only when the cache is empty (at first use,
@@ -192,11 +206,13 @@ impl SnowflakeCache {
                     catch_up_until: None,
                     last_fourfold: false,
                     backlog_until: None,
+                    refill_at: None,
                     last_batch: FIRST_BATCH / 2,
                     callers_waited: true,
                     waits_in_a_row: 0,
                 }),
                 flight: FetchFlight::default(),
+                refill_now: Notify::new(),
                 discarded: AtomicU64::new(0),
                 waits: WaitCounter::default(),
             }),
@@ -308,12 +324,26 @@ impl Shared {
                     store.callers_waiting = true;
                 }
                 store.backlog_until = None;
+                if store.refill_at.take().is_some() {
+                    // The refill waiting for its time starts now.
+                    self.refill_now.notify_waiters();
+                }
             }
         }
         let time_left = store.time_left(now, limit);
         let due = fetch_plan::snowflake_refill_due(store.cached, time_left, &store.pace);
         let taking_backlog = store.backlog_until.is_some_and(|until| now < until);
-        (id, due && !taking_backlog && !self.flight.is_running())
+        let refill = id.is_some() && due && !taking_backlog && !self.flight.is_running();
+        if refill {
+            // What the burst under way will still take is not there for the next ones.
+            let beyond = (store.cached as u64).saturating_sub(store.demand.burst_left(now));
+            store.refill_at = fetch_plan::snowflake_refill_delay(beyond, time_left, &store.pace)
+                .map(|delay| now + delay);
+        }
+        (
+            id,
+            refill || (id.is_none() && due && !self.flight.is_running()),
+        )
     }
 
     /// Starts a refill in its own task unless one is under way; returns the flight to wait
@@ -323,7 +353,8 @@ impl Shared {
             self,
             |shared| &shared.flight,
             |shared| async move {
-                let count = shared.plan_batch();
+                let timed = shared.wait_for_refill_time().await;
+                let count = shared.plan_batch(timed);
                 let deadline = Instant::now() + PACED_RETRY_FOR;
                 loop {
                     let started = Instant::now();
@@ -352,8 +383,32 @@ impl Shared {
         )
     }
 
-    /// The size of the batch to fetch now, from the rate and bursts measured so far.
-    fn plan_batch(&self) -> u32 {
+    /// Waits until the refill's time (if it has one) or until callers find the cache empty;
+    /// returns whether the refill starts at its time.
+    async fn wait_for_refill_time(&self) -> bool {
+        let mut waited = false;
+        loop {
+            let woken = self.refill_now.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            let Some(at) = self.lock().refill_at else {
+                return false;
+            };
+            if Instant::now() >= at {
+                self.lock().refill_at = None;
+                return waited;
+            }
+            waited = true;
+            tokio::select! {
+                () = tokio::time::sleep_until(at) => {}
+                () = woken => {}
+            }
+        }
+    }
+
+    /// The size of the batch to fetch now, from the rate and bursts measured so far; `timed`
+    /// when the refill started at its time (see `wait_for_refill_time`).
+    fn plan_batch(&self, timed: bool) -> u32 {
         let mut store = self.lock();
         let now = Instant::now();
         store.refresh_burst(now);
@@ -368,12 +423,23 @@ impl Shared {
             store.waits_in_a_row,
             self.options.batch.max(1),
         );
+        // What the cache must still serve before the batch lands: the rest of the burst
+        // under way and, for a refill started at its time, the whole bursts it holds beyond
+        // that, which come before the refill lands. Beyond that, a part of a burst is a
+        // surplus to leave out of the batch.
         let burst_left = store.demand.burst_left(now);
+        let needed_first = if timed {
+            let burst = store.pace.burst.max(1);
+            let beyond = (store.cached as u64).saturating_sub(burst_left);
+            burst_left + beyond / burst * burst
+        } else {
+            burst_left
+        };
         let count = fetch_plan::snowflake_trimmed_batch(
             &store.pace,
             planned,
             store.cached,
-            burst_left,
+            needed_first,
             store.demand.last_interval(),
         );
         store.last_batch = count;
