@@ -5,7 +5,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Check, watch and use a redis-idgen deployment.
 ///
 /// Nodes are URLs as redis-cli and the client crate take them:
-/// redis://[user:password@]host:port[/db], rediss:// for TLS (add #insecure to skip the
+/// `redis://[user:password@]host:port[/db]`, `rediss://` for TLS (add `#insecure` to skip the
 /// certificate check of a self-signed certificate). Without any, 127.0.0.1:6379.
 #[derive(Debug, Parser)]
 #[command(name = "idgen", version, about, long_about = None)]
