@@ -294,15 +294,17 @@ const TIMER_SLACK: Duration = Duration::from_millis(4);
 /// `time_left`, see [`snowflake_time_left`]). A refill can otherwise start only when
 /// callers take, at a burst, and its IDs wait in the cache up to one interval more; at
 /// short round trips the next burst's IDs wait a whole interval (16 tasks at 1,000 IDs a
-/// second: 16 ms). `None` when the refill should start at once (steadier callers, or no
-/// time to spare).
+/// second: 16 ms). `None` when the refill should start at once: steadier callers, no time
+/// to spare, or callers that take one ID at a time (a caller at a few IDs a second calls
+/// when it likes; timed to its average interval, the refill would land after half its
+/// calls, which would then wait a round trip instead of finding the ID kept for them).
 pub(crate) fn snowflake_refill_delay(
     beyond: u64,
     time_left: Duration,
     pace: &Pace,
 ) -> Option<Duration> {
     let between = pace.between_bursts();
-    if between < TIMED_REFILLS_FROM {
+    if between < TIMED_REFILLS_FROM || pace.burst < 2 {
         return None;
     }
     let whole_bursts = beyond / pace.burst.max(1);
@@ -649,5 +651,11 @@ mod tests {
             snowflake_refill_delay(0, ms(100), &bursts_every_16_ms(ms(20))),
             None
         );
+        // One ID at a time, twice a second: the next call may come any time.
+        let one_at_a_time = Pace {
+            burst: 1,
+            ..pace(2.0, ms(3))
+        };
+        assert_eq!(snowflake_refill_delay(0, ms(100), &one_at_a_time), None);
     }
 }

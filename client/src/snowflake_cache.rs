@@ -14,7 +14,8 @@
 //!   from it (2 ms, or sooner if it runs dry): grown again if it fell short, by the rate if
 //!   it did not.
 //! - Timed for bursts: callers woken together by one timer take in bursts; when those come
-//!   8 ms apart or more, a due refill waits on a timer to land just before the burst that
+//!   8 ms apart or more (and are more than one ID), a due refill waits on a timer to land
+//!   just before the burst that
 //!   needs it (`fetch_plan::snowflake_refill_delay`), instead of starting at the burst
 //!   before and leaving its IDs an interval older; a caller that finds the cache empty
 //!   starts it at once.
@@ -155,7 +156,7 @@ struct Shared {
 /// - **Staleness**: at steady rates batches are sized to last about one round trip and
 ///   refills timed to land just before the cache runs dry, so an ID's time is within about
 ///   two round trips plus 5 ms of when it is handed out. For callers that take in bursts
-///   at least 8 ms apart (many tasks woken by one timer), a refill waits on a timer to
+///   of several IDs at least 8 ms apart (many tasks woken by one timer), a refill waits on a timer to
 ///   land a fetch plus 7 ms before the burst that needs it (at once if a caller finds the
 ///   cache empty meanwhile); when a round trip leaves under 2 ms to wait, it starts at the
 ///   burst before, and the next burst's IDs wait in the cache up to one interval between
