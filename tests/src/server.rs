@@ -519,20 +519,31 @@ fn free_port() -> u16 {
 ///
 /// Ports come from a per-process range so that test binaries running side by side rarely
 /// try the same one; each is checked by binding it, and a server confirms it is ours.
+/// Ports and bus ports both stay below the kernel's ephemeral range: there, any outgoing
+/// connection may take the port between the check and the server's bind (a CI run failed
+/// on "bind: Address already in use" for bus port 35112).
 pub(crate) fn free_ports(count: u16) -> u16 {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let base = 20_000 + (std::process::id() % 150) * 100;
+    const LOWEST: u32 = 10_000;
+    let highest = ephemeral_ports_start().saturating_sub(10_000 + u32::from(count));
+    let span = highest.saturating_sub(LOWEST).max(1);
+    let offset = (std::process::id() % 100) * 100;
     loop {
-        let candidate = base + NEXT.fetch_add(u32::from(count), Ordering::Relaxed) % 10_000;
-        let Ok(port) = u16::try_from(candidate) else {
+        let step = NEXT.fetch_add(u32::from(count), Ordering::Relaxed);
+        let Ok(port) = u16::try_from(LOWEST + (offset + step) % span) else {
             continue;
         };
-        if port > 55_000 - count {
-            continue;
-        }
         let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
         if (port..port + count).all(|p| free(p) && free(p + 10_000)) {
             return port;
         }
     }
+}
+
+/// The first port of the kernel's ephemeral range (32768 on Linux unless configured).
+fn ephemeral_ports_start() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
