@@ -286,6 +286,10 @@ pub(crate) const TIMED_REFILLS_FROM: Duration = Duration::from_millis(8);
 /// it, a tenth of the bursts found the cache empty).
 const TIMER_SLACK: Duration = Duration::from_millis(4);
 
+/// The shortest wait worth a timer: a tick or two saves little age and leaves the refill no
+/// room for a late timer (at a 7 ms round trip with 16 ms between bursts, callers waited).
+const SHORTEST_TIMED_WAIT: Duration = Duration::from_millis(2);
+
 /// When callers take in bursts at least [`TIMED_REFILLS_FROM`] apart, how long after now (a
 /// burst under way) a due refill should start, so that it lands a fetch's expected time
 /// plus the lead's margin before the first burst the cache cannot serve: the cache holds
@@ -307,16 +311,20 @@ pub(crate) fn snowflake_refill_delay(
     if between < TIMED_REFILLS_FROM || pace.burst < 2 {
         return None;
     }
-    let whole_bursts = beyond / pace.burst.max(1);
+    let whole_bursts = beyond / pace.burst;
     let dry_in = between
         .mul_f64(whole_bursts as f64 + 1.0)
         .min(time_left + between);
     let needed = snowflake_fetch_time(pace) + LEAD_MARGIN + TIMER_SLACK;
-    // A delay of a tick or two saves little age and leaves the refill no room for a late
-    // timer (at a 7 ms round trip with 16 ms between bursts, callers waited).
     dry_in
         .checked_sub(needed)
-        .filter(|delay| *delay >= Duration::from_millis(2))
+        .filter(|delay| *delay >= SHORTEST_TIMED_WAIT)
+}
+
+/// Whether a batch planned after callers waited for `waits_in_a_row` batches in a row grows
+/// fourfold (see [`snowflake_batch`]): demand far above the batches, as at a cold start.
+pub(crate) fn grows_fourfold(waits_in_a_row: u32) -> bool {
+    waits_in_a_row >= 2
 }
 
 /// The size of the next snowflake batch: what callers use in one round trip plus 2 ms,
@@ -333,8 +341,8 @@ pub(crate) fn snowflake_batch(pace: &Pace, last: u32, waits_in_a_row: u32, max: 
     }
     let growth = match waits_in_a_row {
         0 => 0.0,
-        1 => 2.0,
-        _ => 4.0,
+        _ if grows_fourfold(waits_in_a_row) => 4.0,
+        _ => 2.0,
     };
     let wanted = by_rate.max(f64::from(last) * growth).max(pace.burst as f64);
     (wanted.min(f64::from(max.max(1))) as u32).max(1)

@@ -14,8 +14,8 @@
 //!   the cooperative budget (taken at a refill while a fetch is under way).
 
 use crate::error::Result;
-use crate::range_slots::Epoch;
-use crate::segment::{Block, NextValue, SegmentBuffer};
+use crate::range_slots::{Block, Epoch};
+use crate::segment::{NextValue, SegmentBuffer};
 
 /// The most values a handle takes from the shared range at once.
 pub(crate) const MOST_PER_BLOCK: u64 = 64;

@@ -68,17 +68,20 @@ pub(crate) enum Taken {
     Exhausted(Epoch),
 }
 
+/// Consecutive values of a range: `first`, `first + step`, … (`count` of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Block {
+    pub first: i64,
+    pub step: i64,
+    pub count: u64,
+}
+
 /// What [`RangeSlots::take_block`] got.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum TakenBlock {
-    /// `count` values (at least one, at most the number asked for) no other caller gets:
-    /// `first`, `first + step`, …; `prefetch_due` is true for exactly one taker per range.
-    Values {
-        first: i64,
-        step: i64,
-        count: u64,
-        prefetch_due: bool,
-    },
+    /// Values no other caller gets (at least one, at most the number asked for);
+    /// `prefetch_due` is true for exactly one taker per range.
+    Values { block: Block, prefetch_due: bool },
     /// The range of this epoch is used up.
     Exhausted(Epoch),
 }
@@ -171,9 +174,11 @@ impl RangeSlots {
             }
             let count = wanted.min(range.count - index);
             return TakenBlock::Values {
-                first: range.first + index as i64 * range.step,
-                step: range.step,
-                count,
+                block: Block {
+                    first: range.first + index as i64 * range.step,
+                    step: range.step,
+                    count,
+                },
                 prefetch_due: (index..index + count).contains(&range.prefetch_at),
             };
         }
@@ -302,9 +307,11 @@ mod tests {
         let slots = RangeSlots::new();
         slots.install(range(100, 2, 40)); // prefetch index 16
         let block = |first, count, prefetch_due| TakenBlock::Values {
-            first,
-            step: 2,
-            count,
+            block: Block {
+                first,
+                step: 2,
+                count,
+            },
             prefetch_due,
         };
         assert_eq!(slots.take_block(10), block(100, 10, false)); // indexes 0..10
@@ -367,7 +374,8 @@ mod tests {
                                 mine.push(value);
                             }
                         } else if let TakenBlock::Values {
-                            first, step, count, ..
+                            block: Block { first, step, count },
+                            ..
                         } = slots.take_block(block_of(taker))
                         {
                             mine.extend((0..count as i64).map(|i| first + i * step));

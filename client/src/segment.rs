@@ -27,18 +27,10 @@ use crate::error::Result;
 use crate::fetch_flight::{self, FetchFlight};
 use crate::fetch_plan::{self, Pace, RangeBounds, MIN_RATE_SAMPLE};
 use crate::metrics::Metrics;
-use crate::range_slots::{Epoch, RangeSlots, RangeSpec, Taken, TakenBlock};
+use crate::range_slots::{Block, Epoch, RangeSlots, RangeSpec, Taken, TakenBlock};
 use crate::settings::SegmentOptions;
 use crate::source::IdSource;
 use crate::wait_stats::{WaitCounter, WaitStats, WaitTimer};
-
-/// Consecutive values of a range: `first`, `first + step`, … (`count` of them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Block {
-    pub first: i64,
-    pub step: i64,
-    pub count: u64,
-}
 
 /// What the slow path knows: the prefetched range and the measurements that size the next.
 struct Reserve {
@@ -252,15 +244,12 @@ impl SegmentBuffer {
     pub(crate) fn take_block(&self, wanted: u64) -> std::result::Result<(Block, bool), Epoch> {
         match self.shared.current.take_block(wanted) {
             TakenBlock::Values {
-                first,
-                step,
-                count,
+                block,
                 prefetch_due,
             } => {
                 if prefetch_due {
                     self.prefetch();
                 }
-                let block = Block { first, step, count };
                 Ok((block, self.shared.flight.is_running()))
             }
             TakenBlock::Exhausted(epoch) => Err(epoch),

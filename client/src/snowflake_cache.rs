@@ -93,9 +93,6 @@ struct Store {
     /// Until when IDs are taken by callers catching up after waiting for a batch: their
     /// backlog, taken at once, is not a burst they make by habit.
     catch_up_until: Option<Instant>,
-    /// Whether the last batch asked for was grown fourfold (callers waited for two batches
-    /// in a row: demand far above the batches, as at a cold start).
-    last_fourfold: bool,
     /// Until when callers that waited for a fourfold batch take their backlog from it (see
     /// `CATCH_UP_TICKS`). No refill starts meanwhile unless the cache runs dry: the next
     /// batch is sized once it is known whether this one covered them (grown again if not,
@@ -205,7 +202,6 @@ impl SnowflakeCache {
                     demand: DemandMeter::new(Instant::now()),
                     callers_waiting: false,
                     catch_up_until: None,
-                    last_fourfold: false,
                     backlog_until: None,
                     refill_at: None,
                     last_batch: FIRST_BATCH / 2,
@@ -334,17 +330,14 @@ impl Shared {
         let time_left = store.time_left(now, limit);
         let due = fetch_plan::snowflake_refill_due(store.cached, time_left, &store.pace);
         let taking_backlog = store.backlog_until.is_some_and(|until| now < until);
-        let refill = id.is_some() && due && !taking_backlog && !self.flight.is_running();
-        if refill {
+        let refill = due && !taking_backlog && !self.flight.is_running();
+        if refill && id.is_some() {
             // What the burst under way will still take is not there for the next ones.
             let beyond = (store.cached as u64).saturating_sub(store.demand.burst_left(now));
             store.refill_at = fetch_plan::snowflake_refill_delay(beyond, time_left, &store.pace)
                 .map(|delay| now + delay);
         }
-        (
-            id,
-            refill || (id.is_none() && due && !self.flight.is_running()),
-        )
+        (id, refill)
     }
 
     /// Starts a refill in its own task unless one is under way; returns the flight to wait
@@ -444,7 +437,6 @@ impl Shared {
             store.demand.last_interval(),
         );
         store.last_batch = count;
-        store.last_fourfold = store.waits_in_a_row >= 2;
         store.callers_waited = false;
         count
     }
@@ -456,7 +448,8 @@ impl Shared {
         let now = Instant::now();
         if std::mem::take(&mut store.callers_waiting) {
             store.catch_up_until = Some(now + store.pace.round_trip * 2 + CATCH_UP_SPAN);
-            if store.last_fourfold {
+            // `waits_in_a_row` is still what this batch was planned with.
+            if fetch_plan::grows_fourfold(store.waits_in_a_row) {
                 store.backlog_until = Some(now + CATCH_UP_TICKS);
                 // Whether callers fall short from now on is news about this batch.
                 store.callers_waited = false;
