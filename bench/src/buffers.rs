@@ -415,14 +415,11 @@ async fn freeze_case(server: &Server) -> Vec<Freeze> {
 /// `SegmentBuffer::try_next` in a plain loop on this thread (no runtime, no future, no
 /// cooperative budget) against a `fetch_add` loop, both through `black_box`; median of
 /// `rounds`. Shows what the synchronous part of the local path costs on its own.
-async fn sync_path(server: &Server, per_round: u64, rounds: usize) -> (f64, f64) {
-    let client = Client::connect(Topology::single(server.url()).unwrap())
-        .await
-        .unwrap();
+async fn sync_path(client: &Client, per_round: u64, rounds: usize) -> (f64, f64) {
     let (mut ours, mut baseline) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         let buffer =
-            local_path::one_range_buffer(&client, &format!("sync-{round}"), per_round).await;
+            local_path::one_range_buffer(client, &format!("sync-{round}"), per_round).await;
         let started = Instant::now();
         for _ in 0..per_round {
             std::hint::black_box(buffer.try_next());
@@ -573,7 +570,7 @@ pub async fn run_local_only(quick: bool) {
         let row = local_path::measure(&client, tasks, per_task_total / u64::from(tasks), 1).await;
         row.print();
     }
-    let (ours, baseline) = sync_path(&server, per_task_total, 1).await;
+    let (ours, baseline) = sync_path(&client, per_task_total, 1).await;
     println!(
         "try_next without a runtime: {ours:.0} vs {baseline:.0} ({:.2})",
         ours / baseline
@@ -631,7 +628,7 @@ pub async fn run(quick: bool, report: &std::path::Path) {
     } else {
         "cargo run --release -p idgen-bench -- buffers"
     };
-    let sync = sync_path(&server, per_task_total, rounds).await;
+    let sync = sync_path(&client, per_task_total, rounds).await;
     eprintln!("try_next: {:.0} vs {:.0}", sync.0, sync.1);
     let section = render(&rows, &freeze, &local, sync, command);
     print!("{section}");
