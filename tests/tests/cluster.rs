@@ -6,7 +6,7 @@
 //! Each scenario prints its line of the table: run with `--nocapture` to see it.
 
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,17 +29,21 @@ struct Seen {
 /// can be checked), three on other keys, all taking segment values from one buffer.
 struct Load {
     stop: Arc<AtomicBool>,
+    /// The busy key's latest ID (0 before the first).
+    busy_latest: Arc<AtomicI64>,
     tasks: Vec<tokio::task::JoinHandle<Seen>>,
 }
 
 impl Load {
     fn start(client: &Client) -> Load {
         let stop = Arc::new(AtomicBool::new(false));
+        let busy_latest = Arc::new(AtomicI64::new(0));
         let segments =
             client.segment_buffer("invoice", SegmentOptions::default().initial_size(200));
         let tasks = (0..4)
             .map(|task| {
                 let (client, segments, stop) = (client.clone(), segments.clone(), stop.clone());
+                let busy_latest = busy_latest.clone();
                 tokio::spawn(async move {
                     let mut seen = Seen::default();
                     let key = if task == 0 {
@@ -49,7 +53,10 @@ impl Load {
                     };
                     while !stop.load(Ordering::Relaxed) {
                         match client.next_snowflake(&key).await {
-                            Ok(id) if task == 0 => seen.busy.push(id),
+                            Ok(id) if task == 0 => {
+                                busy_latest.store(id, Ordering::Relaxed);
+                                seen.busy.push(id);
+                            }
                             Ok(id) => seen.others.push(id),
                             Err(error) => seen.errors.push(error.to_string()),
                         }
@@ -62,7 +69,30 @@ impl Load {
                 })
             })
             .collect();
-        Load { stop, tasks }
+        Load {
+            stop,
+            busy_latest,
+            tasks,
+        }
+    }
+
+    /// Waits until the busy key's IDs come from the node with `offset` (at most 30 s), then
+    /// lets the load run 300 ms more. A fixed wait alone would let a slow machine end the
+    /// load before the first ID after a move or failover.
+    async fn until_busy_issued_by(&self, client: &Client, offset: u64) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let latest = self.busy_latest.load(Ordering::Relaxed);
+            if latest != 0 && client.decode(latest).unwrap().offset == offset {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "30 s on, the busy key's IDs still do not come from offset {offset}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
     }
 
     async fn finish(self) -> Seen {
@@ -278,7 +308,8 @@ async fn routing_resharding_and_a_coordinated_failover_under_load() {
         .unwrap();
     let (c, f, t) = (&cluster, from.clone(), to.clone());
     tokio::task::block_in_place(|| move_slot(c, slot, &f, &t));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    load.until_busy_issued_by(&client, offset_of(&cluster, to.port))
+        .await;
     let seen = load.finish().await;
     assert_eq!(owner(&cluster, slot).id, to.id);
     assert_strictly_increasing(&seen.busy);
@@ -305,7 +336,8 @@ async fn routing_resharding_and_a_coordinated_failover_under_load() {
             owner(&cluster, slot).id == replica.id
         })
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    load.until_busy_issued_by(&client, offset_of(&cluster, replica.port))
+        .await;
     let seen = load.finish().await;
     // Nothing is lost in a coordinated failover, so per-key order holds across it.
     assert_strictly_increasing(&seen.busy);
@@ -336,7 +368,8 @@ async fn a_master_killed_under_load_is_replaced_without_duplicates() {
                 .any(|n| n.id == replica.id && n.master)
         })
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    load.until_busy_issued_by(&client, offset_of(&cluster, replica.port))
+        .await;
     let seen = load.finish().await;
     let last = *seen.busy.last().unwrap();
     assert_eq!(
