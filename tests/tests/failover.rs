@@ -306,13 +306,7 @@ fn crash_under_load(mut master: Server, snapshot: Option<&str>) -> (Issued, bool
             let _: () = cmd(command).query(&mut conn).unwrap();
             // Read after the snapshot, so at least what it holds.
             let after_snapshot: Vec<i64> = (0..KEYS)
-                .map(|key| {
-                    cmd("GET")
-                        .arg(format!("invoice{key}"))
-                        .query::<Option<i64>>(&mut conn)
-                        .unwrap()
-                        .unwrap_or(0)
-                })
+                .map(|key| segment_counter(&mut conn, key))
                 .collect();
             let beyond =
                 || (0..KEYS).any(|key| highest[key].load(Ordering::Relaxed) > after_snapshot[key]);
@@ -337,15 +331,20 @@ fn crash_under_load(mut master: Server, snapshot: Option<&str>) -> (Issued, bool
         .unwrap_or_else(|failure| panic!("restart failed:\n{}", failure.log));
     let mut conn = master.conn();
     let lost_tail = (0..KEYS).any(|key| {
-        let on_disk: i64 = cmd("GET")
-            .arg(format!("invoice{key}"))
-            .query::<Option<i64>>(&mut conn)
-            .unwrap()
-            .unwrap_or(0);
+        let on_disk = segment_counter(&mut conn, key);
         all.segments.iter().any(|&(k, v)| k == key && v > on_disk)
     });
     all.extend(Issued::issue(&mut conn, 2000, 0));
     (all, lost_tail)
+}
+
+/// What the segment counter of `key` holds (0 if it does not exist yet).
+fn segment_counter(conn: &mut Connection, key: usize) -> i64 {
+    cmd("GET")
+        .arg(format!("invoice{key}"))
+        .query::<Option<i64>>(conn)
+        .unwrap()
+        .unwrap_or(0)
 }
 
 fn crash_options(persistence: &[&str], idgen_settings: &[&str]) -> Server {

@@ -414,9 +414,10 @@ async fn a_caller_that_finds_the_cache_empty_starts_a_refill_waiting_for_its_tim
     let refill_at = cache.shared.lock().refill_at;
     let waiting_for = refill_at.expect("a refill waits for its time") - Instant::now();
     assert!(waiting_for >= Duration::from_millis(4), "{waiting_for:?}");
-    let waits_before = cache.wait_stats().waits; // and the longest wait starts over
-                                                 // The refill's task is asleep until its time; 1 ms later, an unexpected caller takes
-                                                 // more than the cache holds.
+    // Reading the stats also starts the longest wait over.
+    let waits_before = cache.wait_stats().waits;
+    // The refill's task is asleep until its time; 1 ms later, an unexpected caller takes
+    // more than the cache holds.
     tokio::time::sleep(Duration::from_millis(1)).await;
     let more = cache.shared.lock().cached + 10;
     for _ in 0..more {
