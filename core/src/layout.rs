@@ -9,7 +9,7 @@ use crate::IdError;
 /// add up to [`Layout::id_bits`] (63 by default, so IDs are positive signed 64-bit integers;
 /// 53 keeps them exact in JavaScript numbers). A coarser unit (10 ms like sonyflake, 1 s like
 /// UidGenerator) makes the same time bits last longer, leaving bits for shards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Layout {
     /// Bits of time units since the epoch. Defaults to 41 (about 69 years of milliseconds).
     pub time_bits: u32,

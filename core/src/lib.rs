@@ -7,8 +7,9 @@
 //!   key's recorded bound ([`KeyRecord`]).
 //! - [`next_range`]: the step-offset range arithmetic behind `SEGMENT.NEXT`.
 //! - [`Layout::decode`]: the parts of an ID, as `SNOWFLAKE.DECODE` shows them.
-//! - [`Announcement`] and [`find_conflicts`]: what nodes tell each other about their
-//!   identity, and the conflicts (a shared offset, another step or layout) among them.
+//! - [`Announcement`] and [`decide`]: what cluster nodes tell each other about their
+//!   identity, and which of them must refuse to issue (a shared offset, another step or
+//!   layout).
 //! - [`IdFormat`]: IDs as decimal, base32 and base62 strings that sort like the numbers.
 //!
 //! The Redis module and the client crate both build on this crate, so the arithmetic exists
@@ -19,7 +20,8 @@
 mod config;
 mod error;
 mod id_text;
-mod identity_conflict;
+mod identity_announcement;
+mod identity_verdict;
 mod integer;
 mod layout;
 mod lease;
@@ -31,7 +33,10 @@ pub mod utc;
 pub use config::{Config, ConfigError, Identity, DEFAULT_SEGMENT_FENCE, MIN_LAYOUT_LIFETIME_MS};
 pub use error::IdError;
 pub use id_text::{IdFormat, IdTextError};
-pub use identity_conflict::{find_conflicts, Announcement, Conflict, Disagreement, KnownNode};
+pub use identity_announcement::{Announcement, MAX_NAMED_REFUSALS, NODE_ID_LEN};
+pub use identity_verdict::{
+    decide, disagreement, Conflict, Decision, Disagreement, KnownNode, Member, Role, Why,
+};
 pub use integer::parse_redis_integer;
 pub use layout::{DecodedId, Layout, DEFAULT_EPOCH_UNIX_MS};
 pub use lease::{KeyIssue, KeyRecord, KeyState};

@@ -212,17 +212,17 @@ fn a_master_with_another_step_or_layout_is_found_and_refused_until_fixed() {
     let key = key_on(&cluster, &odd);
 
     for (args, words, setting) in [
-        (&["step", "6"][..], "step 8 on", "idgen.step"),
+        (&["step", "6"][..], "but step 8 on", "idgen.step"),
         (
             &["time-unit-ms", "10"][..],
-            "in units of 10 ms on",
+            "in units of 10 ms on node",
             "time-unit-ms",
         ),
     ] {
         let odd = restart_master(&cluster, odd.port, args);
-        // The odd node disagrees with each of the 5 others.
+        // The odd node's settings differ from the 5 others': it alone is in conflict.
         wait_on_every_node(&cluster, words, |info| {
-            conflicts(info) == 5 && field(info, "conflict_detail").contains(words)
+            conflicts(info) == 1 && field(info, "conflict_detail").contains(words)
         });
         let refused = next_snowflake(&cluster, &odd, &key).unwrap_err();
         assert_eq!(refused.code(), Some("CONFLICT"), "{refused}");

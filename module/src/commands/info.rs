@@ -107,6 +107,11 @@ fn add_fields(fields: &InfoFields<'_>) {
         u64::from(peer_identities::issuing_refused()),
     );
     number("conflict_refusals", stats::CONFLICT_REFUSALS.get());
+    number("announcements_sent", stats::ANNOUNCEMENTS_SENT.get());
+    number(
+        "announcements_received",
+        stats::ANNOUNCEMENTS_RECEIVED.get(),
+    );
     number("errors", stats::ERRORS.get());
     text("warnings", &warnings::summary());
 }

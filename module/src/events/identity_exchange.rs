@@ -1,56 +1,74 @@
 //! Nodes compare identities themselves: in Redis Cluster every node announces its identity
-//! (step, offset, layout, when it started, its module version) to all others over the
-//! cluster bus — right after load, every second, and at once to a node it hears from for the
-//! first time — and keeps what it hears (`state::peer_identities`). Every change of what is
-//! known computes the conflicts again; a new or cleared conflict is logged once, and the
-//! later node of a conflict refuses to issue under the `refuse` policy (docs/identity.md).
+//! (step, offset, layout, since when it issues, its module version) and its verdicts on
+//! others to all nodes over the cluster bus — when its announcement changes, at once, and as
+//! a heartbeat every few seconds — and keeps what it hears (`state::peer_identities`).
+//! Every change of what is known draws the verdicts again; a new or cleared conflict is
+//! logged once, and a node the verdicts name refuses to issue under the `refuse` policy
+//! (docs/identity.md).
+//!
+//! Who is a member, master, replica or failed is read from the cluster's own table each
+//! second: a node that goes quiet keeps its last word until the cluster drops or fails it.
 //!
 //! Outside cluster mode nothing is sent or kept.
 
 use std::time::Duration;
 
-use idgen_core::{Announcement, KnownNode};
+use idgen_core::{Announcement, Role};
 use redis_module::{Context, ContextFlags};
 
-use crate::ffi::cluster_bus::{self, ClusterMessageHandler};
+use crate::ffi::cluster_bus::{self, ClusterMessageHandler, NodeEntry};
 use crate::ffi::guard;
 use crate::state::clock;
 use crate::state::instance;
-use crate::state::peer_identities::{self, Heard};
+use crate::state::peer_identities::{self, Heard, TableEntry};
 use crate::state::settings;
+use crate::state::stats;
 use crate::state::version;
 
-/// How often a node announces itself to every other node.
-const ANNOUNCE_EVERY: Duration = Duration::from_secs(1);
+/// How often a node reads the cluster's table (a local read, no traffic).
+const FOLLOW_TABLE_EVERY: Duration = Duration::from_secs(1);
 
-/// A node not heard from for this long is forgotten (it is gone, or removed from the
-/// cluster), and the conflicts it was part of clear.
-pub const FORGET_AFTER_MS: u64 = 10_000;
+/// How often a node repeats an unchanged announcement to every node: a message lost, or a
+/// node that missed the last change, is repaired within this.
+pub const HEARTBEAT_EVERY_TICKS: u64 = 5;
 
 /// Reads other nodes' announcements.
 struct Exchange;
 
 impl ClusterMessageHandler for Exchange {
     fn received(ctx: &Context, sender: &str, payload: &[u8]) {
+        stats::ANNOUNCEMENTS_RECEIVED.add(1);
         let Some(announcement) = Announcement::decode(payload) else {
             return;
         };
-        let address = cluster_bus::node_address(ctx, sender).unwrap_or_default();
-        let node = KnownNode {
-            id: sender.to_string(),
-            address,
-            announcement,
+        // The cluster's table is the authority on membership: a sender it does not know
+        // (yet) is heard again with its next message.
+        let Some(entry) = cluster_bus::node_info(ctx, sender) else {
+            return;
         };
-        let heard = peer_identities::heard(node, clock::monotonic_ms());
+        let heard = peer_identities::heard(table_entry(entry), announcement);
         if heard == Heard::New {
-            // A node just started or joined: tell it who is here without waiting a second.
+            // A node just started or joined: tell it who is here without waiting.
             if let Some(mine) = peer_identities::my_announcement() {
-                cluster_bus::send(ctx, Some(sender), &mine.encode());
+                send(ctx, Some(sender), &mine);
             }
         }
         if heard != Heard::Same {
             conclude(ctx);
         }
+    }
+}
+
+fn table_entry(entry: NodeEntry) -> TableEntry {
+    TableEntry {
+        id: entry.id,
+        address: entry.address,
+        role: if entry.master {
+            Role::Master
+        } else {
+            Role::Replica
+        },
+        failed: entry.failed,
     }
 }
 
@@ -66,53 +84,72 @@ pub fn start(ctx: &Context) {
         );
         return;
     }
-    ctx.create_timer(Duration::from_millis(10), tick, ());
+    ctx.create_timer(Duration::from_millis(10), tick, 0u64);
 }
 
-/// The timer's callback, under the panic guard; the next announcement is armed whatever
-/// happened.
-fn tick(ctx: &Context, (): ()) {
-    guard::or_log("announcing this node's identity", (), || announce(ctx));
-    ctx.create_timer(ANNOUNCE_EVERY, tick, ());
+/// The timer's callback, under the panic guard; the next one is armed whatever happened.
+fn tick(ctx: &Context, count: u64) {
+    guard::or_log("comparing identities with the cluster", (), || {
+        follow(ctx, count)
+    });
+    ctx.create_timer(FOLLOW_TABLE_EVERY, tick, count.wrapping_add(1));
 }
 
-/// Sends this node's announcement to every node, and forgets nodes gone silent.
-fn announce(ctx: &Context) {
-    let Some(my_id) = cluster_bus::my_id() else {
+/// Reads the cluster's table, draws the verdicts again if it changed, and sends the
+/// heartbeat when due.
+fn follow(ctx: &Context, count: u64) {
+    let Some(members) = cluster_bus::members(ctx) else {
         return;
     };
-    let address = cluster_bus::node_address(ctx, &my_id).unwrap_or_default();
-    let announcement = Announcement::of(instance::config(), peer_identities::started())
-        .with_version(version::TEXT);
-    let payload = announcement.encode();
-    let me = KnownNode {
-        id: my_id,
-        address,
-        announcement,
+    let (mine, others): (Vec<_>, Vec<_>) = members.into_iter().partition(|node| node.myself);
+    let Some(me) = mine.into_iter().next() else {
+        return;
     };
-    let changed = peer_identities::set_me(me) != Heard::Same;
-    let forgotten = peer_identities::expire(clock::monotonic_ms(), FORGET_AFTER_MS);
-    // Refused before the node has joined a cluster (no other node to send to): the next
-    // tick tries again.
-    cluster_bus::send(ctx, None, &payload);
-    if changed || forgotten {
-        conclude(ctx);
+    let first = || {
+        Announcement::of(instance::config(), peer_identities::started()).with_version(version::TEXT)
+    };
+    let mut changed = peer_identities::set_me(table_entry(me), first);
+    let entries: Vec<TableEntry> = others.into_iter().map(table_entry).collect();
+    changed |= peer_identities::follow_table(&entries);
+    let sent = changed && conclude(ctx);
+    if !sent && count % HEARTBEAT_EVERY_TICKS == 0 {
+        if let Some(mine) = peer_identities::my_announcement() {
+            // Refused before the node has joined a cluster (no other node to send to): the
+            // next heartbeat tries again.
+            send(ctx, None, &mine);
+        }
     }
 }
 
-/// Computes the conflicts again and logs what changed, once.
-fn conclude(ctx: &Context) {
+/// This node was promoted: it ranks from now, and tells every node at once.
+pub fn promoted(ctx: &Context) {
+    if !ctx.get_flags().contains(ContextFlags::CLUSTER) {
+        return;
+    }
+    peer_identities::promoted(clock::wall_unix_ms());
+    conclude(ctx);
+}
+
+fn send(ctx: &Context, target: Option<&str>, announcement: &Announcement) {
+    if cluster_bus::send(ctx, target, &announcement.encode()) {
+        stats::ANNOUNCEMENTS_SENT.add(1);
+    }
+}
+
+/// Draws the verdicts again, logs what changed once, and sends this node's announcement to
+/// every node if it changed. Returns whether it was sent.
+fn conclude(ctx: &Context) -> bool {
     let refuse = settings::refuses_on_conflict();
-    let outcome = peer_identities::recompute(refuse);
+    let outcome = peer_identities::recompute(refuse, clock::wall_unix_ms());
     if let Some(detail) = outcome.detail_changed {
         if detail.is_empty() {
             ctx.log_notice("idgen identity conflicts cleared: no two known nodes conflict");
         } else {
             let policy = if refuse {
-                "the later node of each conflict refuses to issue"
+                "a master named by a conflict refuses to issue"
             } else {
-                "identity-conflicts is warn here: this node keeps issuing even where it is the \
-                 later node"
+                "identity-conflicts is warn here: this node keeps issuing even where a \
+                 conflict names it"
             };
             ctx.log_warning(&format!("idgen identity conflict: {detail} ({policy})"));
         }
@@ -125,4 +162,11 @@ fn conclude(ctx: &Context) {
         Some(false) => ctx.log_notice("idgen issues again on this node: its conflict cleared"),
         None => {}
     }
+    if !outcome.announcement_changed {
+        return false;
+    }
+    if let Some(mine) = peer_identities::my_announcement() {
+        send(ctx, None, &mine);
+    }
+    true
 }

@@ -8,6 +8,7 @@ use idgen_core::parse_redis_integer;
 use redis_module::Context;
 
 use crate::events::flush_sweep;
+use crate::events::identity_exchange;
 use crate::ffi::key_scan::EventContext;
 use crate::ffi::server_events::{self, FlushPhase, ServerEventHandlers};
 use crate::state::failback_marks;
@@ -36,6 +37,7 @@ impl ServerEventHandlers for Handlers {
         // Keys recorded before the promotion (by the old master, or by this instance in an
         // earlier term) are continued above their bound.
         instance::new_incarnation();
+        identity_exchange::promoted(ctx);
         ctx.log_notice(&format!(
             "promoted to master: snowflake IDs and segment values continue from this \
              instance's own offset; {} segment keys continue above values this instance \

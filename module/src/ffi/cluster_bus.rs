@@ -14,7 +14,7 @@ use redis_module::{raw, Context};
 use crate::ffi::guard;
 
 /// Bytes in a cluster node id.
-pub const NODE_ID_LEN: usize = 40;
+pub const NODE_ID_LEN: usize = raw::REDISMODULE_NODE_ID_LEN as usize;
 
 /// The module's message type for identity announcements (a module has 256 of its own).
 const ANNOUNCEMENT: u8 = 1;
@@ -68,21 +68,6 @@ pub fn register<H: ClusterMessageHandler>(ctx: &Context) -> bool {
     true
 }
 
-/// This node's cluster id, or `None` outside cluster mode.
-pub fn my_id() -> Option<String> {
-    // SAFETY: reading a function pointer the server filled in at load.
-    let get = unsafe { raw::RedisModule_GetMyClusterID }?;
-    // SAFETY: no arguments; the server returns NULL outside cluster mode, else a pointer to
-    // its own NODE_ID_LEN-byte id, alive while the server runs.
-    let id = unsafe { get() };
-    if id.is_null() {
-        return None;
-    }
-    // SAFETY: as above, NODE_ID_LEN readable bytes.
-    let bytes = unsafe { std::slice::from_raw_parts(id.cast::<u8>(), NODE_ID_LEN) };
-    Some(String::from_utf8_lossy(bytes).into_owned())
-}
-
 /// Sends `payload` as an announcement to node `target`, or to every node when `None`.
 /// Returns whether the server accepted it (not outside cluster mode, nor for a node it does
 /// not know).
@@ -114,24 +99,41 @@ pub fn send(ctx: &Context, target: Option<&str>, payload: &[u8]) -> bool {
     status == raw::REDISMODULE_OK as c_int
 }
 
-/// `ip:port` of node `id` as this node knows it, or `None` if it knows no such node.
-pub fn node_address(ctx: &Context, id: &str) -> Option<String> {
+/// A node as this node's cluster table shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeEntry {
+    /// Its cluster id.
+    pub id: String,
+    /// `ip:port`.
+    pub address: String,
+    /// Whether it is a master (else a replica).
+    pub master: bool,
+    /// Whether the cluster marked it failed (FAIL, not a mere PFAIL).
+    pub failed: bool,
+    /// Whether it is this node.
+    pub myself: bool,
+}
+
+/// Node `id` as this node's cluster table shows it, or `None` if it knows no such node.
+pub fn node_info(ctx: &Context, id: &str) -> Option<NodeEntry> {
     // SAFETY: reading a function pointer the server filled in at load.
     let info = unsafe { raw::RedisModule_GetClusterNodeInfo }?;
-    let id = CString::new(id).ok()?;
+    let c_id = CString::new(id).ok()?;
     // The server copies at most 46 bytes (an IPv6 text) into `ip`.
     let mut ip = [0u8; 64];
     let mut port: c_int = 0;
+    let mut flags: c_int = 0;
     // SAFETY: ctx is a live context; id is NUL-terminated; ip has room for the longest
-    // address text and stays NUL-terminated; master_id and flags are not asked for (NULL).
+    // address text and stays NUL-terminated; master_id is not asked for (NULL); port and
+    // flags are plain ints.
     let status = unsafe {
         info(
             ctx.ctx,
-            id.as_ptr(),
+            c_id.as_ptr(),
             ip.as_mut_ptr().cast::<c_char>(),
             std::ptr::null_mut(),
             &mut port,
-            std::ptr::null_mut(),
+            &mut flags,
         )
     };
     if status != raw::REDISMODULE_OK as c_int {
@@ -141,5 +143,46 @@ pub fn node_address(ctx: &Context, id: &str) -> Option<String> {
         .iter()
         .position(|&byte| byte == 0)
         .unwrap_or(ip.len() - 1);
-    Some(format!("{}:{port}", String::from_utf8_lossy(&ip[..end])))
+    let flags = flags as u32;
+    Some(NodeEntry {
+        id: id.to_string(),
+        address: format!("{}:{port}", String::from_utf8_lossy(&ip[..end])),
+        master: flags & raw::REDISMODULE_NODE_MASTER != 0,
+        failed: flags & raw::REDISMODULE_NODE_FAIL != 0,
+        myself: flags & raw::REDISMODULE_NODE_MYSELF != 0,
+    })
+}
+
+/// Every node in this node's cluster table (itself included; nodes still in handshake are
+/// left out by the server), or `None` outside cluster mode or on a server without the call.
+pub fn members(ctx: &Context) -> Option<Vec<NodeEntry>> {
+    // SAFETY: reading function pointers the server filled in at load.
+    let (list, free) = unsafe {
+        (
+            raw::RedisModule_GetClusterNodesList?,
+            raw::RedisModule_FreeClusterNodesList?,
+        )
+    };
+    let mut count: usize = 0;
+    // SAFETY: ctx is a live context; the server writes the count and returns an array of
+    // `count` ids (NODE_ID_LEN bytes each, not NUL-terminated), or NULL outside cluster mode.
+    let ids = unsafe { list(ctx.ctx, &mut count) };
+    if ids.is_null() {
+        return None;
+    }
+    let mut names = Vec::with_capacity(count);
+    for index in 0..count {
+        // SAFETY: the array holds `count` pointers, each to NODE_ID_LEN readable bytes,
+        // alive until the free below.
+        let id = unsafe { *ids.add(index) };
+        if id.is_null() {
+            continue;
+        }
+        // SAFETY: as above.
+        let bytes = unsafe { std::slice::from_raw_parts(id.cast::<u8>(), NODE_ID_LEN) };
+        names.push(String::from_utf8_lossy(bytes).into_owned());
+    }
+    // SAFETY: the array came from GetClusterNodesList and is freed once.
+    unsafe { free(ids) };
+    Some(names.iter().filter_map(|id| node_info(ctx, id)).collect())
 }

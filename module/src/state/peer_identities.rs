@@ -1,6 +1,9 @@
-//! What this node heard from the other nodes of its cluster about their identities, the
-//! conflicts among them all (`idgen_core::find_conflicts`), and whether this node must
-//! refuse to issue because of one.
+//! What this node knows of the identities of its cluster's nodes, the verdicts drawn from it
+//! (`idgen_core::decide`), and whether this node must refuse to issue.
+//!
+//! A peer is kept for as long as the cluster's node table lists it, whatever it last said
+//! and however long ago: silence is not absence. Its role and whether it is failed come from
+//! the table; its identity and its verdicts on others from its last announcement.
 //!
 //! The issuing commands read one flag ([`issuing_refused`]): a relaxed load of an
 //! `AtomicBool`, no lookup and no allocation; everything else here runs when a message
@@ -8,38 +11,56 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use idgen_core::{find_conflicts, Announcement, Conflict, KnownNode};
+use idgen_core::{decide, disagreement, Announcement, Decision, KnownNode, Member, Role};
 
 use crate::ffi::main_thread::MainThreadCell;
 
-/// Whether this node refuses to issue: it is the later node of a conflict and the policy is
-/// `refuse`.
+/// Whether this node refuses to issue: it must, and the policy is `refuse`.
 static REFUSING: AtomicBool = AtomicBool::new(false);
 
-/// When the module loaded, in unix ms (which node of a conflicting pair joined later).
+/// When the module loaded, in unix ms: the rank this node starts with.
 static STARTED_UNIX_MS: AtomicU64 = AtomicU64::new(0);
 
-/// One other node as last heard.
+/// The most conflicts `idgen_conflict_detail` spells out (then: "and N more").
+const DETAIL_LIMIT: usize = 5;
+
+/// One other node: its last announcement, and what the cluster's table says of it.
 struct Peer {
     node: KnownNode,
-    heard_ms: u64,
+    role: Role,
+    failed: bool,
+}
+
+/// This node as the table knows it.
+struct Me {
+    node: KnownNode,
+    role: Role,
 }
 
 /// Everything known, and the conclusions drawn from it.
 struct Table {
-    me: Option<KnownNode>,
+    me: Option<Me>,
     peers: Vec<Peer>,
-    conflicts: Vec<Conflict>,
-    detail: String,
+    decision: Decision,
+    /// Nodes this node conflicted with when it was promoted: it refuses while any of them is
+    /// still a live member it conflicts with (docs/identity.md, "A replica promoted").
+    promoted_against: Vec<String>,
+    /// Whether this node must refuse (by the verdicts, whatever the policy).
+    must_refuse: bool,
     refusal: String,
+    detail: String,
 }
 
 static TABLE: MainThreadCell<Table> = MainThreadCell::new(Table {
     me: None,
     peers: Vec::new(),
-    conflicts: Vec::new(),
-    detail: String::new(),
+    decision: Decision {
+        conflicts: Vec::new(),
+    },
+    promoted_against: Vec::new(),
+    must_refuse: false,
     refusal: String::new(),
+    detail: String::new(),
 });
 
 /// Whether SNOWFLAKE.NEXT and SEGMENT.NEXT must refuse because of a conflict: one relaxed
@@ -62,112 +83,233 @@ pub fn started() -> u64 {
 /// What happened to the table when a node was heard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Heard {
-    /// A node not known before (or forgotten since).
+    /// A node not known before.
     New,
-    /// A known node whose identity or address changed (it restarted).
+    /// A known node whose announcement changed.
     Changed,
     /// Nothing new.
     Same,
 }
 
-/// Records this node as it now announces itself.
-pub fn set_me(node: KnownNode) -> Heard {
-    TABLE.with(|table| {
-        let heard = match &table.me {
-            None => Heard::New,
-            Some(known) if *known == node => Heard::Same,
-            Some(_) => Heard::Changed,
-        };
-        table.me = Some(node);
-        heard
+/// A node of the cluster's table: id, address, master or not, failed or not.
+pub struct TableEntry {
+    /// Its id.
+    pub id: String,
+    /// `ip:port`.
+    pub address: String,
+    /// Master or replica.
+    pub role: Role,
+    /// FAIL in the table.
+    pub failed: bool,
+}
+
+/// Records this node: its id, address and role, and (on the first call) its announcement.
+/// Returns whether anything changed.
+pub fn set_me(entry: TableEntry, first: impl FnOnce() -> Announcement) -> bool {
+    TABLE.with(|table| match &mut table.me {
+        Some(me) => {
+            let changed =
+                me.node.id != entry.id || me.node.address != entry.address || me.role != entry.role;
+            me.node.id = entry.id;
+            me.node.address = entry.address;
+            me.role = entry.role;
+            changed
+        }
+        None => {
+            table.me = Some(Me {
+                node: KnownNode {
+                    id: entry.id,
+                    address: entry.address,
+                    announcement: first(),
+                },
+                role: entry.role,
+            });
+            true
+        }
     })
 }
 
-/// Records what node `node.id` announced, heard at `now_ms` (a monotonic clock).
-pub fn heard(node: KnownNode, now_ms: u64) -> Heard {
+/// Records what node `entry.id` announced.
+pub fn heard(entry: TableEntry, announcement: Announcement) -> Heard {
     TABLE.with(|table| {
-        if let Some(peer) = table.peers.iter_mut().find(|peer| peer.node.id == node.id) {
-            peer.heard_ms = now_ms;
-            if peer.node == node {
-                return Heard::Same;
-            }
-            peer.node = node;
-            return Heard::Changed;
+        if let Some(peer) = table.peers.iter_mut().find(|p| p.node.id == entry.id) {
+            let same = peer.node.announcement == announcement
+                && peer.role == entry.role
+                && peer.failed == entry.failed
+                && peer.node.address == entry.address;
+            peer.node.announcement = announcement;
+            peer.node.address = entry.address;
+            peer.role = entry.role;
+            peer.failed = entry.failed;
+            return if same { Heard::Same } else { Heard::Changed };
         }
         table.peers.push(Peer {
-            node,
-            heard_ms: now_ms,
+            node: KnownNode {
+                id: entry.id,
+                address: entry.address,
+                announcement,
+            },
+            role: entry.role,
+            failed: entry.failed,
         });
         Heard::New
     })
 }
 
-/// Forgets nodes not heard from since `now_ms - after_ms` (gone, or removed from the
-/// cluster); returns whether any was forgotten.
-pub fn expire(now_ms: u64, after_ms: u64) -> bool {
+/// Brings peers in line with the cluster's table: forgets nodes it no longer lists, takes
+/// each node's role and failed flag from it. Returns whether anything changed.
+pub fn follow_table(entries: &[TableEntry]) -> bool {
     TABLE.with(|table| {
         let before = table.peers.len();
         table
             .peers
-            .retain(|peer| now_ms.saturating_sub(peer.heard_ms) <= after_ms);
-        table.peers.len() != before
+            .retain(|peer| entries.iter().any(|entry| entry.id == peer.node.id));
+        let mut changed = table.peers.len() != before;
+        for peer in &mut table.peers {
+            if let Some(entry) = entries.iter().find(|entry| entry.id == peer.node.id) {
+                changed |= peer.role != entry.role || peer.failed != entry.failed;
+                peer.role = entry.role;
+                peer.failed = entry.failed;
+            }
+        }
+        changed
     })
 }
 
-/// What changed when the conflicts were computed again.
+/// This node became a master at `now_unix_ms`: it ranks from now on, and keeps refusing
+/// while a node it conflicted with as a replica is still a live member it conflicts with.
+pub fn promoted(now_unix_ms: u64) {
+    TABLE.with(|table| {
+        let Some(me) = &mut table.me else { return };
+        me.node.announcement.since_unix_ms = now_unix_ms;
+        me.role = Role::Master;
+        let mine = table.decision.of(&me.node.id);
+        table.promoted_against = mine.map(|c| vec![c.kept.id.clone()]).unwrap_or_default();
+    });
+}
+
+/// What changed when the verdicts were drawn again.
 pub struct Outcome {
     /// The new description, when it differs from the last (to log once).
     pub detail_changed: Option<String>,
     /// Whether this node now refuses (when that changed).
     pub refusing_changed: Option<bool>,
+    /// Whether this node's announcement changed (to send at once).
+    pub announcement_changed: bool,
 }
 
-/// Computes the conflicts among this node and its peers again; this node refuses if it is
-/// the later node of one and `refuse` is the policy.
-pub fn recompute(refuse: bool) -> Outcome {
+/// Draws the verdicts again at `now_unix_ms`; this node refuses when they name it — its
+/// own comparison or any live peer's — and `refuse` is the policy.
+pub fn recompute(refuse: bool, now_unix_ms: u64) -> Outcome {
     TABLE.with(|table| {
-        let Some(me) = table.me.clone() else {
+        let before = table.me.as_ref().map(|me| me.node.announcement.clone());
+        // Twice at most: when this node's own standing changes, its rank changes with it.
+        for _ in 0..2 {
+            if !conclude(table, now_unix_ms) {
+                break;
+            }
+        }
+        let Some(me) = &table.me else {
             return Outcome {
                 detail_changed: None,
                 refusing_changed: None,
+                announcement_changed: false,
             };
         };
-        let mut nodes = vec![me.clone()];
-        nodes.extend(table.peers.iter().map(|peer| peer.node.clone()));
-        table.conflicts = find_conflicts(&nodes);
-        let mine = table
-            .conflicts
-            .iter()
-            .find(|conflict| conflict.later.id == me.id);
-        table.refusal = mine.map(Conflict::refusal).unwrap_or_default();
-        let detail = table
-            .conflicts
-            .iter()
-            .map(Conflict::describe)
-            .collect::<Vec<_>>()
-            .join(" | ");
+        let detail = table.decision.detail(DETAIL_LIMIT);
         let detail_changed = (detail != table.detail).then(|| detail.clone());
         table.detail = detail;
-        let refusing = refuse && mine.is_some();
+        let refusing = refuse && table.must_refuse;
         let was = REFUSING.swap(refusing, Ordering::Relaxed);
         Outcome {
             detail_changed,
             refusing_changed: (was != refusing).then_some(refusing),
+            announcement_changed: before.as_ref() != Some(&me.node.announcement),
         }
     })
 }
 
-/// Nodes heard from (`idgen_peers`).
+/// One pass: the verdicts, this node's standing, its announcement. Returns whether this
+/// node's standing changed (its rank moved, so the verdicts must be drawn again).
+fn conclude(table: &mut Table, now_unix_ms: u64) -> bool {
+    let Some(me) = &table.me else { return false };
+    let mut members = Vec::with_capacity(table.peers.len() + 1);
+    members.push(Member {
+        node: me.node.clone(),
+        role: me.role,
+        failed: false,
+    });
+    members.extend(table.peers.iter().map(|peer| Member {
+        node: peer.node.clone(),
+        role: peer.role,
+        failed: peer.failed,
+    }));
+    table.decision = decide(&members);
+    let my_id = me.node.id.clone();
+    let mine = me.node.announcement.clone();
+    let live = |peer: &&Peer| !peer.failed;
+    // Verdicts of live peers that name this node (what a one-way link keeps it from seeing).
+    let named_by: Vec<&Peer> = table
+        .peers
+        .iter()
+        .filter(live)
+        .filter(|peer| peer.node.announcement.refused.contains(&my_id))
+        .collect();
+    // A promotion's refusal lasts while the other node is a live member that conflicts.
+    table.promoted_against.retain(|id| {
+        table.peers.iter().filter(live).any(|peer| {
+            peer.node.id == *id && disagreement(&mine, &peer.node.announcement).is_some()
+        })
+    });
+    let own = table.decision.of(&my_id).filter(|c| c.refuses());
+    let must_refuse = own.is_some() || !named_by.is_empty() || !table.promoted_against.is_empty();
+    table.refusal = if let Some(conflict) = own {
+        conflict.refusal()
+    } else if let Some(peer) = named_by.first() {
+        format!(
+            "{} holds that this node conflicts with another node (one this node may not \
+             hear); see idgen_conflict_detail on that node, give this node an offset, step \
+             and layout no other node conflicts with, and restart it",
+            peer.node.name()
+        )
+    } else if let Some(id) = table.promoted_against.first() {
+        format!(
+            "this node was promoted while it shared its identity with node {id}, which is \
+             still a member of the cluster; give one of them its own offset (idgen.offset) \
+             and restart it"
+        )
+    } else {
+        String::new()
+    };
+    table.must_refuse = must_refuse;
+    let refused = table.decision.refused_ids();
+    let Some(me) = &mut table.me else {
+        return false;
+    };
+    let announcement = &mut me.node.announcement;
+    announcement.refused = refused;
+    if announcement.refusing == must_refuse {
+        return false;
+    }
+    announcement.refusing = must_refuse;
+    if !must_refuse {
+        // Issuing again: it ranks from now, after every node that issued meanwhile.
+        announcement.since_unix_ms = now_unix_ms;
+    }
+    true
+}
+
+/// Nodes of the cluster heard from (`idgen_peers`).
 pub fn peers() -> usize {
     TABLE.with(|table| table.peers.len())
 }
 
-/// Conflicting pairs known now (`idgen_conflicts`).
+/// Nodes in conflict now (`idgen_conflicts`).
 pub fn conflicts() -> usize {
-    TABLE.with(|table| table.conflicts.len())
+    TABLE.with(|table| table.decision.conflicts.len())
 }
 
-/// The conflicts in one line, empty when none (`idgen_conflict_detail`).
+/// The conflicts, the first few spelled out (`idgen_conflict_detail`).
 pub fn detail() -> String {
     TABLE.with(|table| table.detail.clone())
 }
@@ -177,7 +319,7 @@ pub fn refusal() -> String {
     TABLE.with(|table| table.refusal.clone())
 }
 
-/// This node's own announcement as last built, to send.
+/// This node's own announcement as last drawn, to send.
 pub fn my_announcement() -> Option<Announcement> {
-    TABLE.with(|table| table.me.as_ref().map(|me| me.announcement.clone()))
+    TABLE.with(|table| table.me.as_ref().map(|me| me.node.announcement.clone()))
 }

@@ -71,5 +71,9 @@ pub static PROMOTIONS: Counter = Counter::new();
 /// SNOWFLAKE.NEXT and SEGMENT.NEXT calls refused because this node is the later node of an
 /// identity conflict.
 pub static CONFLICT_REFUSALS: Counter = Counter::new();
+/// Identity announcements this node sent (one per message, to one node or to all).
+pub static ANNOUNCEMENTS_SENT: Counter = Counter::new();
+/// Identity announcements this node received from other nodes.
+pub static ANNOUNCEMENTS_RECEIVED: Counter = Counter::new();
 /// Calls answered with any error.
 pub static ERRORS: Counter = Counter::new();

@@ -1,0 +1,293 @@
+//! What a cluster node tells the others about its identity, and its wire format.
+//!
+//! The format is built to outlive this release: a four-byte magic, a format version, then
+//! fields as `tag, length, value` records. A reader skips the records it does not know and
+//! the bytes after them, so a later release can add a field (a new tag) without its
+//! announcements being ignored by this one during a rolling upgrade. A field this release
+//! needs (identity, layout) missing makes the whole message unreadable: it is ignored, never
+//! half-read.
+
+use crate::{Config, Identity, Layout};
+
+/// The first bytes of every announcement.
+const MAGIC: &[u8; 4] = b"IDGA";
+
+/// The format's version. A reader accepts every version from this one on: a later version
+/// may add records, never change the meaning of these.
+const FORMAT: u8 = 1;
+
+/// The longest module version text an announcement carries.
+const MAX_VERSION_LEN: usize = 32;
+
+/// Bytes in a cluster node id.
+pub const NODE_ID_LEN: usize = 40;
+
+/// The most refused nodes one announcement names (the rest are found by the nodes' own
+/// comparison): bounds a message at about 1.4 KB whatever the deployment does.
+pub const MAX_NAMED_REFUSALS: usize = 32;
+
+/// Record tags. A new field gets a new tag; a tag's meaning never changes.
+mod tag {
+    /// `since` (u64), then `refusing` (u8).
+    pub const RANK: u8 = 1;
+    /// step, offset (u64 each).
+    pub const IDENTITY: u8 = 2;
+    /// epoch, time unit (u64 each), time, shard and sequence bits (u8 each).
+    pub const LAYOUT: u8 = 3;
+    /// The module version, UTF-8.
+    pub const VERSION: u8 = 4;
+    /// Node ids (40 bytes each) the sender holds must refuse to issue.
+    pub const REFUSED: u8 = 5;
+}
+
+/// One node's identity as it announces it, with its verdicts on others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Announcement {
+    /// Since when, in unix ms, the node issues in its current state: when its module loaded,
+    /// or when it was promoted, or when a refusal of its own ended. Earlier wins a conflict.
+    pub since_unix_ms: u64,
+    /// Whether the node holds itself refused (by its own comparison or a peer's verdict): a
+    /// refusing node ranks after every node that issues, so that restarting a node that was
+    /// right never hands its residue class to the node that refuses.
+    pub refusing: bool,
+    /// Its step and offset.
+    pub identity: Identity,
+    /// Its snowflake layout.
+    pub layout: Layout,
+    /// Its module version (shown, never compared: mixed versions are a rolling upgrade).
+    pub version: String,
+    /// Nodes that the sender's comparison says must refuse to issue (at most
+    /// [`MAX_NAMED_REFUSALS`]): a verdict reaches the node it names through any node that
+    /// hears both sides, even when the two cannot hear each other.
+    pub refused: Vec<String>,
+}
+
+impl Announcement {
+    /// This node's announcement: its configuration, since when it issues, nothing refused.
+    pub fn of(config: &Config, since_unix_ms: u64) -> Self {
+        Announcement {
+            since_unix_ms,
+            refusing: false,
+            identity: config.identity,
+            layout: config.layout,
+            version: String::new(),
+            refused: Vec::new(),
+        }
+    }
+
+    /// The announcement with its module version.
+    pub fn with_version(mut self, version: &str) -> Self {
+        self.version = version.chars().take(MAX_VERSION_LEN).collect();
+        self
+    }
+
+    /// Where the node stands in the start order: refusing nodes after all others.
+    pub fn rank(&self) -> u64 {
+        if self.refusing {
+            u64::MAX
+        } else {
+            self.since_unix_ms
+        }
+    }
+
+    /// The bytes sent over the bus.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(128 + self.refused.len() * NODE_ID_LEN);
+        bytes.extend_from_slice(MAGIC);
+        bytes.push(FORMAT);
+        let mut rank = self.since_unix_ms.to_le_bytes().to_vec();
+        rank.push(u8::from(self.refusing));
+        record(&mut bytes, tag::RANK, &rank);
+        let identity: Vec<u8> = [self.identity.step, self.identity.offset]
+            .iter()
+            .flat_map(|n| n.to_le_bytes())
+            .collect();
+        record(&mut bytes, tag::IDENTITY, &identity);
+        let layout = &self.layout;
+        let mut fields: Vec<u8> = [layout.epoch_unix_ms, layout.time_unit_ms]
+            .iter()
+            .flat_map(|n| n.to_le_bytes())
+            .collect();
+        for bits in [layout.time_bits, layout.shard_bits, layout.sequence_bits] {
+            fields.push(bits as u8);
+        }
+        record(&mut bytes, tag::LAYOUT, &fields);
+        let version = &self.version.as_bytes()[..self.version.len().min(MAX_VERSION_LEN)];
+        record(&mut bytes, tag::VERSION, version);
+        let ids: Vec<u8> = self
+            .refused
+            .iter()
+            .filter(|id| id.len() == NODE_ID_LEN)
+            .take(MAX_NAMED_REFUSALS)
+            .flat_map(|id| id.bytes())
+            .collect();
+        record(&mut bytes, tag::REFUSED, &ids);
+        bytes
+    }
+
+    /// Reads an announcement; `None` for anything that is not one (another magic, an older
+    /// format, a record cut short, a required field missing or malformed). Records of
+    /// unknown tags are skipped.
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        let rest = bytes.strip_prefix(MAGIC)?;
+        let (&format, mut rest) = rest.split_first()?;
+        if format < FORMAT {
+            return None;
+        }
+        let (mut rank, mut identity, mut layout) = (None, None, None);
+        let (mut version, mut refused) = (String::new(), Vec::new());
+        while !rest.is_empty() {
+            let (&tag, after) = rest.split_first()?;
+            let len = usize::from(u16::from_le_bytes(after.get(..2)?.try_into().ok()?));
+            let value = after.get(2..2 + len)?;
+            rest = &after[2 + len..];
+            match tag {
+                tag::RANK => rank = Some((u64_at(value, 0)?, *value.get(8)? != 0)),
+                tag::IDENTITY => {
+                    identity = Some(Identity {
+                        step: u64_at(value, 0)?,
+                        offset: u64_at(value, 1)?,
+                    })
+                }
+                tag::LAYOUT => {
+                    let width = |index: usize| {
+                        value
+                            .get(16 + index)
+                            .map(|&bits| u32::from(bits))
+                            .filter(|&bits| bits <= 63)
+                    };
+                    layout = Some(Layout {
+                        epoch_unix_ms: u64_at(value, 0)?,
+                        time_unit_ms: u64_at(value, 1)?,
+                        time_bits: width(0)?,
+                        shard_bits: width(1)?,
+                        sequence_bits: width(2)?,
+                    })
+                }
+                tag::VERSION => {
+                    let text = &value[..value.len().min(MAX_VERSION_LEN)];
+                    version = String::from_utf8_lossy(text).into_owned();
+                }
+                tag::REFUSED => {
+                    refused = value
+                        .chunks_exact(NODE_ID_LEN)
+                        .take(MAX_NAMED_REFUSALS)
+                        .map(|id| String::from_utf8_lossy(id).into_owned())
+                        .collect()
+                }
+                _ => {} // a later release's field
+            }
+        }
+        let (since_unix_ms, refusing) = rank?;
+        Some(Announcement {
+            since_unix_ms,
+            refusing,
+            identity: identity?,
+            layout: layout?,
+            version,
+            refused,
+        })
+    }
+
+    /// The layout in words, for a conflict's description.
+    pub(crate) fn layout_text(&self) -> String {
+        let layout = &self.layout;
+        format!(
+            "{}|{}|{} bits from epoch {} ms in units of {} ms",
+            layout.time_bits,
+            layout.shard_bits,
+            layout.sequence_bits,
+            layout.epoch_unix_ms,
+            layout.time_unit_ms
+        )
+    }
+}
+
+/// Appends one `tag, length, value` record (values are far below 64 KiB by construction).
+fn record(bytes: &mut Vec<u8>, tag: u8, value: &[u8]) {
+    let len = u16::try_from(value.len()).unwrap_or(u16::MAX);
+    bytes.push(tag);
+    bytes.extend_from_slice(&len.to_le_bytes());
+    bytes.extend_from_slice(&value[..usize::from(len)]);
+}
+
+/// The `index`-th little-endian u64 of `value`.
+fn u64_at(value: &[u8], index: usize) -> Option<u64> {
+    let chunk = value.get(index * 8..index * 8 + 8)?;
+    Some(u64::from_le_bytes(chunk.try_into().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Announcement {
+        let config = Config {
+            identity: Identity { step: 8, offset: 3 },
+            ..Config::default()
+        };
+        let mut announcement = Announcement::of(&config, 17).with_version("0.3.0");
+        announcement.refused = vec!["a".repeat(NODE_ID_LEN), "b".repeat(NODE_ID_LEN)];
+        announcement
+    }
+
+    #[test]
+    fn an_announcement_reads_back_as_sent() {
+        let sent = sample();
+        assert_eq!(Announcement::decode(&sent.encode()), Some(sent.clone()));
+        let mut refusing = sent;
+        refusing.refusing = true;
+        assert_eq!(Announcement::decode(&refusing.encode()), Some(refusing));
+    }
+
+    #[test]
+    fn a_message_cut_short_or_of_another_kind_is_ignored() {
+        let bytes = sample().encode();
+        // Every cut inside a record, or before the required ones, is unreadable; a cut that
+        // drops only whole optional records still reads.
+        for cut in 0..bytes.len() {
+            if let Some(read) = Announcement::decode(&bytes[..cut]) {
+                assert_eq!(read.identity, sample().identity, "cut at {cut}");
+            }
+        }
+        assert_eq!(Announcement::decode(&bytes[..20]), None);
+        let mut other_magic = bytes.clone();
+        other_magic[0] = b'X';
+        assert_eq!(Announcement::decode(&other_magic), None);
+        let mut older = bytes;
+        older[4] = 0;
+        assert_eq!(Announcement::decode(&older), None);
+    }
+
+    #[test]
+    fn a_later_releases_fields_are_skipped() {
+        // What a next release may send: a higher format version, a new record between known
+        // ones, and longer known records (a new trailing field inside the layout record).
+        let sent = sample();
+        let mut bytes = sent.encode();
+        bytes[4] = FORMAT + 1;
+        let mut future = bytes[..5].to_vec();
+        record(&mut future, 200, b"a field this release does not know");
+        future.extend_from_slice(&bytes[5..]);
+        record(&mut future, 9, &[1, 2, 3]);
+        assert_eq!(Announcement::decode(&future), Some(sent));
+    }
+
+    #[test]
+    fn refusing_nodes_rank_after_every_issuing_node() {
+        let mut announcement = sample();
+        assert_eq!(announcement.rank(), 17);
+        announcement.refusing = true;
+        assert_eq!(announcement.rank(), u64::MAX);
+    }
+
+    #[test]
+    fn a_message_names_at_most_the_cap_of_refused_nodes() {
+        let mut announcement = sample();
+        announcement.refused = (0..100).map(|i| format!("{i:040}")).collect();
+        let bytes = announcement.encode();
+        assert!(bytes.len() < 1_500, "{} bytes", bytes.len());
+        let read = Announcement::decode(&bytes).unwrap();
+        assert_eq!(read.refused.len(), MAX_NAMED_REFUSALS);
+    }
+}
