@@ -112,7 +112,7 @@ fn follow(ctx: &Context, count: u64) {
     let entries: Vec<TableEntry> = others.into_iter().map(table_entry).collect();
     changed |= peer_identities::follow_table(&entries);
     let sent = changed && conclude(ctx);
-    if !sent && count % HEARTBEAT_EVERY_TICKS == 0 {
+    if !sent && count.is_multiple_of(HEARTBEAT_EVERY_TICKS) {
         if let Some(mine) = peer_identities::my_announcement() {
             // Refused before the node has joined a cluster (no other node to send to): the
             // next heartbeat tries again.
