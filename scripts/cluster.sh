@@ -2,7 +2,7 @@
 # A 3-master/3-replica Redis Cluster on loopback with the idgen module on every node, each
 # node with its own offset (0..5) in one shared step — no Docker needed.
 #
-#   scripts/cluster.sh start [--port 7000] [--dir DIR] [--step 8] [--password PW]
+#   scripts/cluster.sh start [--port 7000] [--dir DIR] [--step 8] [--password PW] [--node-timeout MS]
 #                                                                  # nodes on ports 7000..7005
 #   scripts/cluster.sh stop  [--dir DIR]                           # stops them (by pid)
 #   scripts/cluster.sh status [--dir DIR]
@@ -19,6 +19,7 @@ port=7000
 dir=/tmp/idgen-cluster
 step=8
 password=""
+node_timeout=2000
 # The build cargo makes: under $CARGO_TARGET_DIR when that is set (a relative one is taken
 # from the repository root, as cargo does), else under target/.
 target_dir="${CARGO_TARGET_DIR:-target}"
@@ -30,6 +31,7 @@ while [ $# -gt 0 ]; do
     --dir) dir="$2"; shift 2 ;;
     --step) step="$2"; shift 2 ;;
     --password) password="$2"; shift 2 ;;
+    --node-timeout) node_timeout="$2"; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -70,7 +72,7 @@ case "$action" in
       # REDIS_SERVER picks another server binary (the tests run Valkey this way).
       node=("${REDIS_SERVER:-redis-server}" --port "$p" --bind 127.0.0.1 --dir "$d" --daemonize yes
         --pidfile "$d/redis.pid" --logfile "$d/redis.log"
-        --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000
+        --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout "$node_timeout"
         --appendonly yes --appendfsync everysec --save "" --repl-diskless-sync-delay 0
         --enable-debug-command yes "${auth_args[@]}"
         --loadmodule "$module" step "$step" offset "$i")

@@ -93,6 +93,16 @@ impl Cluster {
 
     /// Starts a cluster whose nodes load `module` (e.g. the previous release's).
     pub fn start_with_module(module: &Path) -> Cluster {
+        Cluster::start_with(module, 2000)
+    }
+
+    /// Starts a cluster with `cluster-node-timeout` `node_timeout_ms` (2 s elsewhere): how
+    /// long a silent node stays a healthy member.
+    pub fn start_with_node_timeout(node_timeout_ms: u32) -> Cluster {
+        Cluster::start_with(&module_path(), node_timeout_ms)
+    }
+
+    fn start_with(module: &Path, node_timeout_ms: u32) -> Cluster {
         let base_port = free_ports(NODES);
         let dir =
             std::env::temp_dir().join(format!("idgen-cluster-{}-{base_port}", std::process::id()));
@@ -105,6 +115,8 @@ impl Cluster {
                 &base_port.to_string(),
                 "--password",
                 PASSWORD,
+                "--node-timeout",
+                &node_timeout_ms.to_string(),
             ])
             .arg("--dir")
             .arg(&cluster.dir)

@@ -4,6 +4,11 @@
 //! to issue with an error naming the other node and the setting to change, the others keep
 //! issuing; under `identity-conflicts warn` it keeps issuing; once it is restarted with the
 //! right settings the conflict clears everywhere.
+//!
+//! And what an operator gets wrong around it: the earlier node frozen for 13 s while it is
+//! still a member (a refusal never lifts because a node went quiet); healthy nodes restarted
+//! one by one after a wrong one (none of them starts refusing); a master restarted onto its
+//! own replica's offset (it keeps its slots issuing; the replica, once promoted, refuses).
 
 use std::time::{Duration, Instant};
 
@@ -233,4 +238,173 @@ fn a_master_with_another_step_or_layout_is_found_and_refused_until_fixed() {
     let odd = restart_master(&cluster, odd.port, &[]);
     wait_on_every_node(&cluster, "no conflict", |info| conflicts(info) == 0);
     next_snowflake(&cluster, &odd, &key).expect("issues again once fixed");
+}
+
+/// Whether the master `node` refuses both kinds with `CONFLICT` right now.
+fn refuses(cluster: &Cluster, node: &NodeInfo, key: &str) -> bool {
+    let snowflake = next_snowflake(cluster, node, key);
+    let segment = next_segment(cluster, node, &format!("{{{key}}}:seg"));
+    match (snowflake, segment) {
+        (Err(a), Err(b)) => {
+            assert_eq!(a.code(), Some("CONFLICT"), "{a}");
+            assert_eq!(b.code(), Some("CONFLICT"), "{b}");
+            true
+        }
+        (Ok(_), Ok(_)) => false,
+        other => panic!("the two commands disagree: {other:?}"),
+    }
+}
+
+/// Waits (at most 30 s) until the master `node` refuses (`wanted`) or issues.
+fn wait_refusing(cluster: &Cluster, node: &NodeInfo, key: &str, wanted: bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while refuses(cluster, node, key) != wanted {
+        assert!(
+            Instant::now() < deadline,
+            "node {} still {} after 30 s",
+            node.port,
+            if wanted { "issues" } else { "refuses" }
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn signal(cluster: &Cluster, port: u16, signal: libc::c_int) {
+    // SAFETY: signalling a process this test started, by its pid.
+    assert_eq!(
+        unsafe { libc::kill(cluster.pid(port) as libc::pid_t, signal) },
+        0
+    );
+}
+
+#[test]
+fn a_refusal_outlasts_the_earlier_nodes_silence_while_it_is_a_member() {
+    // 15 s: a node frozen for 13 s stays a healthy member of the cluster, as in production.
+    let cluster = Cluster::start_with_node_timeout(15_000);
+    wait_on_every_node(&cluster, "5 peers", |info| field(info, "peers") == "5");
+    let all = masters(&cluster);
+    let (earlier, later) = (&all[0], &all[1]);
+    let later = restart_master(
+        &cluster,
+        later.port,
+        &["offset", &offset_of(&cluster, earlier.port)],
+    );
+    wait_on_every_node(&cluster, "the shared offset", |info| conflicts(info) == 1);
+    let (key, earlier_key) = (key_on(&cluster, &later), key_on(&cluster, earlier));
+    assert!(refuses(&cluster, &later, &key));
+
+    signal(&cluster, earlier.port, libc::SIGSTOP);
+    let frozen = Instant::now();
+    let mut checks = 0;
+    while frozen.elapsed() < Duration::from_secs(13) {
+        assert!(
+            refuses(&cluster, &later, &key),
+            "the later node issued {:?} into the earlier node's silence",
+            frozen.elapsed()
+        );
+        checks += 1;
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // Every node still counts the frozen one.
+    for port in cluster.ports().into_iter().filter(|&p| p != earlier.port) {
+        assert_eq!(conflicts(&idgen_info(&cluster, port)), 1, "node {port}");
+    }
+    signal(&cluster, earlier.port, libc::SIGCONT);
+    assert!(checks >= 40, "only {checks} checks in 13 s");
+    assert!(
+        !refuses(&cluster, earlier, &earlier_key),
+        "the earlier node issues on"
+    );
+    assert!(refuses(&cluster, &later, &key));
+}
+
+#[test]
+fn restarting_healthy_nodes_after_a_wrong_one_never_makes_them_refuse() {
+    // Restarts take about a second: well inside the node timeout, nobody is failed over.
+    let cluster = Cluster::start_with_node_timeout(15_000);
+    wait_on_every_node(&cluster, "5 peers", |info| field(info, "peers") == "5");
+    let all = masters(&cluster);
+    let (a, b, c) = (all[0].clone(), all[1].clone(), all[2].clone());
+    let b_key = key_on(&cluster, &b);
+    let a_offset = offset_of(&cluster, a.port);
+    for (mistake, words) in [
+        (vec!["offset", a_offset.as_str()], "is used by both"),
+        (vec!["step", "6"], "step 6 on"),
+    ] {
+        let b = restart_master(&cluster, b.port, &mistake);
+        wait_on_every_node(&cluster, words, |info| {
+            conflicts(info) == 1 && field(info, "conflict_detail").contains(words)
+        });
+        wait_refusing(&cluster, &b, &b_key, true);
+        // A rolling restart of the healthy masters, the one b's offset copies included.
+        for healthy in [&c, &a] {
+            let healthy = restart_master(&cluster, healthy.port, &[]);
+            wait_on_every_node(&cluster, "the same single conflict", |info| {
+                conflicts(info) == 1
+                    && field(info, "conflict_detail").contains(&format!("node {} refuses", b.id))
+            });
+            let key = key_on(&cluster, &healthy);
+            assert!(
+                !refuses(&cluster, &healthy, &key),
+                "healthy node {} refuses",
+                healthy.port
+            );
+            assert!(refuses(&cluster, &b, &b_key), "the wrong node issues");
+        }
+        others_issue(&cluster, b.port);
+    }
+    let b = restart_master(&cluster, b.port, &[]);
+    wait_on_every_node(&cluster, "no conflict", |info| conflicts(info) == 0);
+    wait_refusing(&cluster, &b, &b_key, false);
+}
+
+#[test]
+fn a_master_on_its_replicas_offset_keeps_issuing_and_the_replica_refuses_once_promoted() {
+    let cluster = Cluster::start_with_node_timeout(15_000);
+    wait_on_every_node(&cluster, "5 peers", |info| field(info, "peers") == "5");
+    let master = masters(&cluster)[0].clone();
+    let replica = cluster.replica_of(&master.id);
+    let own = offset_of(&cluster, master.port);
+    let master = restart_master(
+        &cluster,
+        master.port,
+        &["offset", &offset_of(&cluster, replica.port)],
+    );
+    wait_on_every_node(&cluster, "the replica's conflict", |info| {
+        conflicts(info) == 1
+            && field(info, "conflict_detail").contains("would refuse if promoted")
+            && field(info, "conflict_detail").contains(&replica.id)
+    });
+    let key = key_on(&cluster, &master);
+    assert!(
+        !refuses(&cluster, &master, &key),
+        "the master's slots went dark"
+    );
+    others_issue(&cluster, 0);
+
+    // A coordinated failover: the replica that shares the old master's offset refuses.
+    let _: () = cmd("CLUSTER")
+        .arg("FAILOVER")
+        .query(&mut cluster.node_conn(replica.port))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let promoted = loop {
+        let now = cluster
+            .nodes()
+            .into_iter()
+            .find(|n| n.port == replica.port)
+            .unwrap();
+        if now.master && !now.slots.is_empty() {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "the replica was not promoted");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    cluster.wait_healthy();
+    wait_refusing(&cluster, &promoted, &key, true);
+
+    // Fixed: the old master (now a replica) gets its own offset back; the new master issues.
+    cluster.restart_node_with(master.port, &idgen_tests::module_path(), &["offset", &own]);
+    wait_on_every_node(&cluster, "no conflict", |info| conflicts(info) == 0);
+    wait_refusing(&cluster, &promoted, &key, false);
 }
