@@ -9,6 +9,7 @@
 //! `AtomicBool`, no lookup and no allocation; everything else here runs when a message
 //! arrives or the exchange's timer fires, on Redis's main thread.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use idgen_core::{decide, disagreement, Announcement, Decision, KnownNode, Member, Role};
@@ -40,7 +41,8 @@ struct Me {
 /// Everything known, and the conclusions drawn from it.
 struct Table {
     me: Option<Me>,
-    peers: Vec<Peer>,
+    /// By node id: one lookup per message, whatever the cluster's size.
+    peers: BTreeMap<String, Peer>,
     decision: Decision,
     /// Nodes this node conflicted with when it was promoted: it refuses while any of them is
     /// still a live member it conflicts with (docs/identity.md, "A replica promoted").
@@ -53,7 +55,7 @@ struct Table {
 
 static TABLE: MainThreadCell<Table> = MainThreadCell::new(Table {
     me: None,
-    peers: Vec::new(),
+    peers: BTreeMap::new(),
     decision: Decision {
         conflicts: Vec::new(),
     },
@@ -132,7 +134,7 @@ pub fn set_me(entry: TableEntry, first: impl FnOnce() -> Announcement) -> bool {
 /// Records what node `entry.id` announced.
 pub fn heard(entry: TableEntry, announcement: Announcement) -> Heard {
     TABLE.with(|table| {
-        if let Some(peer) = table.peers.iter_mut().find(|p| p.node.id == entry.id) {
+        if let Some(peer) = table.peers.get_mut(&entry.id) {
             let same = peer.node.announcement == announcement
                 && peer.role == entry.role
                 && peer.failed == entry.failed
@@ -143,15 +145,16 @@ pub fn heard(entry: TableEntry, announcement: Announcement) -> Heard {
             peer.failed = entry.failed;
             return if same { Heard::Same } else { Heard::Changed };
         }
-        table.peers.push(Peer {
+        let peer = Peer {
             node: KnownNode {
-                id: entry.id,
+                id: entry.id.clone(),
                 address: entry.address,
                 announcement,
             },
             role: entry.role,
             failed: entry.failed,
-        });
+        };
+        table.peers.insert(entry.id, peer);
         Heard::New
     })
 }
@@ -159,14 +162,16 @@ pub fn heard(entry: TableEntry, announcement: Announcement) -> Heard {
 /// Brings peers in line with the cluster's table: forgets nodes it no longer lists, takes
 /// each node's role and failed flag from it. Returns whether anything changed.
 pub fn follow_table(entries: &[TableEntry]) -> bool {
+    let listed: HashMap<&str, &TableEntry> = entries
+        .iter()
+        .map(|entry| (entry.id.as_str(), entry))
+        .collect();
     TABLE.with(|table| {
         let before = table.peers.len();
-        table
-            .peers
-            .retain(|peer| entries.iter().any(|entry| entry.id == peer.node.id));
+        table.peers.retain(|id, _| listed.contains_key(id.as_str()));
         let mut changed = table.peers.len() != before;
-        for peer in &mut table.peers {
-            if let Some(entry) = entries.iter().find(|entry| entry.id == peer.node.id) {
+        for peer in table.peers.values_mut() {
+            if let Some(entry) = listed.get(peer.node.id.as_str()) {
                 changed |= peer.role != entry.role || peer.failed != entry.failed;
                 peer.role = entry.role;
                 peer.failed = entry.failed;
@@ -239,7 +244,7 @@ fn conclude(table: &mut Table, now_unix_ms: u64) -> bool {
         role: me.role,
         failed: false,
     });
-    members.extend(table.peers.iter().map(|peer| Member {
+    members.extend(table.peers.values().map(|peer| Member {
         node: peer.node.clone(),
         role: peer.role,
         failed: peer.failed,
@@ -251,14 +256,14 @@ fn conclude(table: &mut Table, now_unix_ms: u64) -> bool {
     // Verdicts of live peers that name this node (what a one-way link keeps it from seeing).
     let named_by: Vec<&Peer> = table
         .peers
-        .iter()
+        .values()
         .filter(live)
         .filter(|peer| peer.node.announcement.refused.contains(&my_id))
         .collect();
     // A promotion's refusal lasts while the other node is a live member that conflicts.
     table.promoted_against.retain(|id| {
-        table.peers.iter().filter(live).any(|peer| {
-            peer.node.id == *id && disagreement(&mine, &peer.node.announcement).is_some()
+        table.peers.get(id).is_some_and(|peer| {
+            !peer.failed && disagreement(&mine, &peer.node.announcement).is_some()
         })
     });
     let own = table.decision.of(&my_id).filter(|c| c.refuses());
