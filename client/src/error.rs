@@ -76,7 +76,8 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     /// Whether another node (or a later retry) may succeed where this failed: connection
-    /// failures, drift refusals, and a node still loading its data (`LOADING`). The client
+    /// failures, drift refusals, a node still loading its data (`LOADING`) or comparing its
+    /// identity with the cluster's after a start (`TRYAGAIN`). The client
     /// tries these again by itself (Sentinel mode also what a failover causes: `READONLY`,
     /// `MASTERDOWN`, `TRYAGAIN`); a connection failure or `LOADING` sets that node aside
     /// for `node_retry_after`, and so does a node refused by the identity check, which
@@ -85,7 +86,9 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Transport(_) | Error::Drift { .. } => true,
-            Error::Server { code, .. } => code == "LOADING",
+            // TRYAGAIN: a cluster node that started moments ago and is still comparing its
+            // identity with the others (a second at most, normally).
+            Error::Server { code, .. } => code == "LOADING" || code == "TRYAGAIN",
             _ => false,
         }
     }

@@ -58,7 +58,7 @@ fn main() {
     for count in [10, 100, 1_000] {
         let members = members(count, 3);
         let mut announcement = members[0].node.announcement.clone();
-        announcement.refused = decide(&members).refused_ids();
+        announcement.refused = decide(&members).refused();
         let payload = announcement.encode();
         let per_second = (count - 1) / HEARTBEAT_S;
         let wire = per_second * (payload.len() + HEADER_BYTES);

@@ -23,7 +23,7 @@ const MAX_VERSION_LEN: usize = 32;
 pub const NODE_ID_LEN: usize = 40;
 
 /// The most refused nodes one announcement names (the rest are found by the nodes' own
-/// comparison): bounds a message at about 1.4 KB whatever the deployment does.
+/// comparison): bounds a message at about 1.7 KB whatever the deployment does.
 pub const MAX_NAMED_REFUSALS: usize = 32;
 
 /// Record tags. A new field gets a new tag; a tag's meaning never changes.
@@ -36,7 +36,8 @@ mod tag {
     pub const LAYOUT: u8 = 3;
     /// The module version, UTF-8.
     pub const VERSION: u8 = 4;
-    /// Node ids (40 bytes each) the sender holds must refuse to issue.
+    /// Nodes the sender holds must refuse to issue: each a node id (40 bytes) and the
+    /// `since` (u64) of the announcement of that node the verdict was drawn on.
     pub const REFUSED: u8 = 5;
 }
 
@@ -59,8 +60,22 @@ pub struct Announcement {
     /// Nodes that the sender's comparison says must refuse to issue (at most
     /// [`MAX_NAMED_REFUSALS`]): a verdict reaches the node it names through any node that
     /// hears both sides, even when the two cannot hear each other.
-    pub refused: Vec<String>,
+    pub refused: Vec<Refused>,
 }
+
+/// A verdict an announcement carries: node `id` must refuse, as judged on its announcement
+/// of `since_unix_ms`. A node heeds only verdicts on its current announcement, so a verdict
+/// on what it was before a restart (or before its refusal ended) never outlives that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// The node's id.
+    pub id: String,
+    /// The `since` of the node's announcement the verdict was drawn on.
+    pub since_unix_ms: u64,
+}
+
+/// Bytes of one [`Refused`] on the wire.
+const REFUSED_LEN: usize = NODE_ID_LEN + 8;
 
 impl Announcement {
     /// This node's announcement: its configuration, since when it issues, nothing refused.
@@ -92,7 +107,7 @@ impl Announcement {
 
     /// The bytes sent over the bus.
     pub fn encode(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(128 + self.refused.len() * NODE_ID_LEN);
+        let mut bytes = Vec::with_capacity(128 + self.refused.len() * REFUSED_LEN);
         bytes.extend_from_slice(MAGIC);
         bytes.push(FORMAT);
         let mut rank = self.since_unix_ms.to_le_bytes().to_vec();
@@ -114,14 +129,17 @@ impl Announcement {
         record(&mut bytes, tag::LAYOUT, &fields);
         let version = &self.version.as_bytes()[..self.version.len().min(MAX_VERSION_LEN)];
         record(&mut bytes, tag::VERSION, version);
-        let ids: Vec<u8> = self
+        let refused: Vec<u8> = self
             .refused
             .iter()
-            .filter(|id| id.len() == NODE_ID_LEN)
+            .filter(|refused| refused.id.len() == NODE_ID_LEN)
             .take(MAX_NAMED_REFUSALS)
-            .flat_map(|id| id.bytes())
+            .flat_map(|refused| {
+                let since = refused.since_unix_ms.to_le_bytes();
+                refused.id.bytes().chain(since)
+            })
             .collect();
-        record(&mut bytes, tag::REFUSED, &ids);
+        record(&mut bytes, tag::REFUSED, &refused);
         bytes
     }
 
@@ -170,9 +188,12 @@ impl Announcement {
                 }
                 tag::REFUSED => {
                     refused = value
-                        .chunks_exact(NODE_ID_LEN)
+                        .chunks_exact(REFUSED_LEN)
                         .take(MAX_NAMED_REFUSALS)
-                        .map(|id| String::from_utf8_lossy(id).into_owned())
+                        .map(|chunk| Refused {
+                            id: String::from_utf8_lossy(&chunk[..NODE_ID_LEN]).into_owned(),
+                            since_unix_ms: u64_at(&chunk[NODE_ID_LEN..], 0).unwrap_or(0),
+                        })
                         .collect()
                 }
                 _ => {} // a later release's field
@@ -227,7 +248,13 @@ mod tests {
             ..Config::default()
         };
         let mut announcement = Announcement::of(&config, 17).with_version("0.3.0");
-        announcement.refused = vec!["a".repeat(NODE_ID_LEN), "b".repeat(NODE_ID_LEN)];
+        announcement.refused = ["a", "b"]
+            .iter()
+            .map(|id| Refused {
+                id: id.repeat(NODE_ID_LEN),
+                since_unix_ms: 5,
+            })
+            .collect();
         announcement
     }
 
@@ -284,9 +311,14 @@ mod tests {
     #[test]
     fn a_message_names_at_most_the_cap_of_refused_nodes() {
         let mut announcement = sample();
-        announcement.refused = (0..100).map(|i| format!("{i:040}")).collect();
+        announcement.refused = (0..100)
+            .map(|i| Refused {
+                id: format!("{i:040}"),
+                since_unix_ms: i,
+            })
+            .collect();
         let bytes = announcement.encode();
-        assert!(bytes.len() < 1_500, "{} bytes", bytes.len());
+        assert!(bytes.len() < 1_800, "{} bytes", bytes.len());
         let read = Announcement::decode(&bytes).unwrap();
         assert_eq!(read.refused.len(), MAX_NAMED_REFUSALS);
     }

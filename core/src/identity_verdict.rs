@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 
-use crate::{Announcement, Layout};
+use crate::{Announcement, Layout, Refused};
 
 /// A node's role as the cluster's node table shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,12 +215,15 @@ impl Decision {
         self.of(id).is_some_and(Conflict::refuses)
     }
 
-    /// The ids of the nodes that must refuse, as an announcement names them.
-    pub fn refused_ids(&self) -> Vec<String> {
+    /// The nodes that must refuse, as an announcement names them.
+    pub fn refused(&self) -> Vec<Refused> {
         self.conflicts
             .iter()
             .filter(|conflict| conflict.refuses())
-            .map(|conflict| conflict.node.id.clone())
+            .map(|conflict| Refused {
+                id: conflict.node.id.clone(),
+                since_unix_ms: conflict.node.announcement.since_unix_ms,
+            })
             .collect()
     }
 

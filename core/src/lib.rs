@@ -33,7 +33,7 @@ pub mod utc;
 pub use config::{Config, ConfigError, Identity, DEFAULT_SEGMENT_FENCE, MIN_LAYOUT_LIFETIME_MS};
 pub use error::IdError;
 pub use id_text::{IdFormat, IdTextError};
-pub use identity_announcement::{Announcement, MAX_NAMED_REFUSALS, NODE_ID_LEN};
+pub use identity_announcement::{Announcement, Refused, MAX_NAMED_REFUSALS, NODE_ID_LEN};
 pub use identity_verdict::{
     decide, disagreement, Conflict, Decision, Disagreement, KnownNode, Member, Role, Why,
 };

@@ -100,6 +100,7 @@ fn restart_master(cluster: &Cluster, port: u16, args: &[&str]) -> NodeInfo {
         let me = cluster.nodes().into_iter().find(|node| node.port == port);
         if let Some(me) = me.filter(|me| me.master && !me.slots.is_empty()) {
             cluster.wait_healthy();
+            wait_compared(cluster, port);
             return me;
         }
         let _: redis::RedisResult<()> = cmd("CLUSTER")
@@ -110,6 +111,19 @@ fn restart_master(cluster: &Cluster, port: u16, args: &[&str]) -> NodeInfo {
             "node {port} did not become master again"
         );
         std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Waits (at most 10 s) until the node on `port` has compared identities after its start
+/// (it answers `TRYAGAIN` until then).
+fn wait_compared(cluster: &Cluster, port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while field(&idgen_info(cluster, port), "identity_standing") == "comparing" {
+        assert!(
+            Instant::now() < deadline,
+            "node {port} still comparing after 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -177,6 +191,7 @@ fn a_master_started_with_another_nodes_offset_is_found_and_refused_until_fixed()
     }
     let info = idgen_info(&cluster, second.port);
     assert_eq!(field(&info, "issuing_refused"), "1");
+    assert_eq!(field(&info, "identity_standing"), "refusing");
     assert_eq!(field(&info, "identity_policy"), "refuse");
     others_issue(&cluster, second.port);
     let log = cluster.log(second.port);
@@ -198,6 +213,7 @@ fn a_master_started_with_another_nodes_offset_is_found_and_refused_until_fixed()
     let info = idgen_info(&cluster, second.port);
     assert_eq!(field(&info, "identity_policy"), "warn");
     assert_eq!(field(&info, "issuing_refused"), "0");
+    assert_eq!(field(&info, "identity_standing"), "warned");
     next_snowflake(&cluster, &second, &key).expect("warn keeps issuing");
 
     // Corrected and restarted: the conflict clears on every node.
@@ -405,6 +421,7 @@ fn a_master_on_its_replicas_offset_keeps_issuing_and_the_replica_refuses_once_pr
 
     // Fixed: the old master (now a replica) gets its own offset back; the new master issues.
     cluster.restart_node_with(master.port, &idgen_tests::module_path(), &["offset", &own]);
+    wait_compared(&cluster, master.port);
     wait_on_every_node(&cluster, "no conflict", |info| conflicts(info) == 0);
     wait_refusing(&cluster, &promoted, &key, false);
 }

@@ -106,6 +106,7 @@ fn add_fields(fields: &InfoFields<'_>) {
         "issuing_refused",
         u64::from(peer_identities::issuing_refused()),
     );
+    text("identity_standing", peer_identities::standing());
     number("conflict_refusals", stats::CONFLICT_REFUSALS.get());
     number("announcements_sent", stats::ANNOUNCEMENTS_SENT.get());
     number(

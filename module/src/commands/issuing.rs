@@ -18,8 +18,9 @@ pub fn refuse_on_replica(call: &Call) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Refuses to issue while this node is the later node of an identity conflict (a shared
-/// offset, another step or layout) under the `refuse` policy: one load of a flag.
+/// Refuses to issue while an identity conflict (a shared offset, another step or layout)
+/// names this node under the `refuse` policy, or while it still compares identities after a
+/// start in a cluster: one load of a flag.
 #[inline(always)]
 pub fn refuse_on_conflict(call: &Call) -> Result<(), Refusal> {
     if peer_identities::issuing_refused() {
@@ -33,6 +34,13 @@ pub fn refuse_on_conflict(call: &Call) -> Result<(), Refusal> {
 fn refuse_for_conflict(call: &Call) -> Result<(), Refusal> {
     if call.is_replicated_or_loading() {
         return Ok(());
+    }
+    if peer_identities::comparing() {
+        return Err(Refusal::new(
+            "TRYAGAIN",
+            "idgen started moments ago and is still comparing its identity with the other \
+             cluster nodes (at most 5 s); try again",
+        ));
     }
     stats::CONFLICT_REFUSALS.add(1);
     Err(Refusal::new("CONFLICT", peer_identities::refusal()))

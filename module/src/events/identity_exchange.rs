@@ -32,6 +32,11 @@ const FOLLOW_TABLE_EVERY: Duration = Duration::from_secs(1);
 /// node that missed the last change, is repaired within this.
 pub const HEARTBEAT_EVERY_TICKS: u64 = 5;
 
+/// After a start, how long a node waits to hear every node of the cluster's table before its
+/// verdicts alone decide (a node of an older release, which announces nothing, is never
+/// heard). Restarts normally hear every node within a round trip: each replies at once.
+const STARTUP_WAIT_TICKS: u64 = 5;
+
 /// Reads other nodes' announcements.
 struct Exchange;
 
@@ -47,14 +52,16 @@ impl ClusterMessageHandler for Exchange {
             return;
         };
         let heard = peer_identities::heard(table_entry(entry), announcement);
-        if heard == Heard::New {
+        // Verdicts first, so that what a new node hears back already judges it.
+        let sent_to_all = heard != Heard::Same && conclude(ctx);
+        if heard == Heard::New && !sent_to_all {
             // A node just started or joined: tell it who is here without waiting.
             if let Some(mine) = peer_identities::my_announcement() {
                 send(ctx, Some(sender), &mine);
             }
         }
-        if heard != Heard::Same {
-            conclude(ctx);
+        if heard == Heard::New && peer_identities::comparing() {
+            finish_comparing(ctx, &other_entries(ctx), false);
         }
     }
 }
@@ -84,6 +91,8 @@ pub fn start(ctx: &Context) {
         );
         return;
     }
+    // Until it has heard the others, a node does not know whether it conflicts with one.
+    peer_identities::start_comparing();
     ctx.create_timer(Duration::from_millis(10), tick, 0u64);
 }
 
@@ -112,6 +121,7 @@ fn follow(ctx: &Context, count: u64) {
     let entries: Vec<TableEntry> = others.into_iter().map(table_entry).collect();
     changed |= peer_identities::follow_table(&entries);
     let sent = changed && conclude(ctx);
+    finish_comparing(ctx, &entries, count >= STARTUP_WAIT_TICKS);
     if !sent && count.is_multiple_of(HEARTBEAT_EVERY_TICKS) {
         if let Some(mine) = peer_identities::my_announcement() {
             // Refused before the node has joined a cluster (no other node to send to): the
@@ -119,6 +129,42 @@ fn follow(ctx: &Context, count: u64) {
             send(ctx, None, &mine);
         }
     }
+}
+
+/// Ends the startup comparison once every live node of the table (`entries`, without this
+/// node) was heard, or when `waited_enough`; logs the outcome.
+fn finish_comparing(ctx: &Context, entries: &[TableEntry], waited_enough: bool) {
+    if !peer_identities::comparing() {
+        return;
+    }
+    let heard_all = peer_identities::heard_all(entries);
+    if !heard_all && !waited_enough {
+        return;
+    }
+    conclude(ctx);
+    peer_identities::compared(settings::refuses_on_conflict());
+    if peer_identities::standing() == "refusing" {
+        ctx.log_warning(&format!(
+            "idgen refuses SNOWFLAKE.NEXT and SEGMENT.NEXT on this node: {}",
+            peer_identities::refusal()
+        ));
+    } else if !heard_all {
+        ctx.log_warning(
+            "idgen issues although some cluster nodes did not announce their identity within \
+             5 s of this start (an older release, or unreachable): run `idgen check` against \
+             the deployment",
+        );
+    }
+}
+
+/// The other nodes of the cluster's table.
+fn other_entries(ctx: &Context) -> Vec<TableEntry> {
+    cluster_bus::members(ctx)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|node| !node.myself)
+        .map(table_entry)
+        .collect()
 }
 
 /// This node was promoted: it ranks from now, and tells every node at once.

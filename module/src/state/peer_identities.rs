@@ -10,14 +10,22 @@
 //! arrives or the exchange's timer fires, on Redis's main thread.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use idgen_core::{decide, disagreement, Announcement, Decision, KnownNode, Member, Role};
 
 use crate::ffi::main_thread::MainThreadCell;
 
-/// Whether this node refuses to issue: it must, and the policy is `refuse`.
-static REFUSING: AtomicBool = AtomicBool::new(false);
+/// This node's standing, one of the `STANDING_*` values; anything but `ISSUING` refuses.
+static STANDING: AtomicU8 = AtomicU8::new(ISSUING);
+
+/// Issues.
+const ISSUING: u8 = 0;
+/// Refuses: a conflict names it, and the policy is `refuse`.
+const REFUSING: u8 = 1;
+/// Refuses for now: just started in a cluster, it has not yet heard every node of the
+/// cluster's table (at most `exchange`'s startup wait).
+const COMPARING: u8 = 2;
 
 /// When the module loaded, in unix ms: the rank this node starts with.
 static STARTED_UNIX_MS: AtomicU64 = AtomicU64::new(0);
@@ -65,11 +73,52 @@ static TABLE: MainThreadCell<Table> = MainThreadCell::new(Table {
     detail: String::new(),
 });
 
-/// Whether SNOWFLAKE.NEXT and SEGMENT.NEXT must refuse because of a conflict: one relaxed
-/// load, on every call.
+/// Whether SNOWFLAKE.NEXT and SEGMENT.NEXT must refuse (a conflict names this node, or it
+/// is still comparing identities after a start): one relaxed load, on every call.
 #[inline(always)]
 pub fn issuing_refused() -> bool {
-    REFUSING.load(Ordering::Relaxed)
+    STANDING.load(Ordering::Relaxed) != ISSUING
+}
+
+/// Whether this node refuses only because it is still comparing identities after a start.
+pub fn comparing() -> bool {
+    STANDING.load(Ordering::Relaxed) == COMPARING
+}
+
+/// This node just started in a cluster: it refuses until [`compared`] (its first verdicts
+/// are drawn over every node of the table, or the startup wait ran out).
+pub fn start_comparing() {
+    STANDING.store(COMPARING, Ordering::Relaxed);
+}
+
+/// Whether this node holds an announcement from every live node of `entries` (the table
+/// without itself).
+pub fn heard_all(entries: &[TableEntry]) -> bool {
+    TABLE.with(|table| {
+        entries
+            .iter()
+            .filter(|entry| !entry.failed)
+            .all(|entry| table.peers.contains_key(&entry.id))
+    })
+}
+
+/// Ends the startup comparison: from now on the verdicts alone decide.
+pub fn compared(refuse: bool) {
+    let must = TABLE.with(|table| table.must_refuse);
+    STANDING.store(
+        if refuse && must { REFUSING } else { ISSUING },
+        Ordering::Relaxed,
+    );
+}
+
+/// This node's standing in words (`idgen_identity_standing`).
+pub fn standing() -> &'static str {
+    match STANDING.load(Ordering::Relaxed) {
+        ISSUING if TABLE.with(|table| table.must_refuse) => "warned",
+        ISSUING => "issuing",
+        REFUSING => "refusing",
+        _ => "comparing",
+    }
 }
 
 /// Records when the module loaded.
@@ -225,10 +274,18 @@ pub fn recompute(refuse: bool, now_unix_ms: u64) -> Outcome {
         let detail_changed = (detail != table.detail).then(|| detail.clone());
         table.detail = detail;
         let refusing = refuse && table.must_refuse;
-        let was = REFUSING.swap(refusing, Ordering::Relaxed);
+        // While comparing after a start, the standing waits for `compared`.
+        let was = STANDING.load(Ordering::Relaxed);
+        let refusing_changed = if was == COMPARING {
+            None
+        } else {
+            let now = if refusing { REFUSING } else { ISSUING };
+            STANDING.store(now, Ordering::Relaxed);
+            (was != now).then_some(refusing)
+        };
         Outcome {
             detail_changed,
-            refusing_changed: (was != refusing).then_some(refusing),
+            refusing_changed,
             announcement_changed: before.as_ref() != Some(&me.node.announcement),
         }
     })
@@ -254,12 +311,17 @@ fn conclude(table: &mut Table, now_unix_ms: u64) -> bool {
     let mine = me.node.announcement.clone();
     let live = |peer: &&Peer| !peer.failed;
     // Verdicts of live peers that name this node (what a one-way link keeps it from seeing).
-    let named_by: Vec<&Peer> = table
-        .peers
-        .values()
-        .filter(live)
-        .filter(|peer| peer.node.announcement.refused.contains(&my_id))
-        .collect();
+    let named_by: Vec<&Peer> =
+        table
+            .peers
+            .values()
+            .filter(live)
+            .filter(|peer| {
+                peer.node.announcement.refused.iter().any(|verdict| {
+                    verdict.id == my_id && verdict.since_unix_ms == mine.since_unix_ms
+                })
+            })
+            .collect();
     // A promotion's refusal lasts while the other node is a live member that conflicts.
     table.promoted_against.retain(|id| {
         table.peers.get(id).is_some_and(|peer| {
@@ -287,7 +349,7 @@ fn conclude(table: &mut Table, now_unix_ms: u64) -> bool {
         String::new()
     };
     table.must_refuse = must_refuse;
-    let refused = table.decision.refused_ids();
+    let refused = table.decision.refused();
     let Some(me) = &mut table.me else {
         return false;
     };
