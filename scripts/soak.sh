@@ -5,7 +5,7 @@
 # history checker. See docs/guarantees.md ("Fault soak").
 #
 #   scripts/soak.sh [--seconds N] [--seed S] [--server NAME] [--topology sentinel|cluster]
-#                   [--control shared-offset] [--no-namespaces] [--base-port P]
+#                   [--control shared-offset|identity-warn] [--no-namespaces] [--base-port P]
 #
 # As root, every data node runs in a network namespace of its own (soak-n0…), joined by a
 # bridge in the namespace the clients and sentinels run in (soak-c), so a partition is a
@@ -16,7 +16,10 @@
 # The last line: `soak: F faults, N snowflakes + M segment values, D duplicates, longest
 # outage T s`. Exit 0 only when no value repeated and enough traffic and faults happened;
 # with --control shared-offset (every node on offset 0, which the docs forbid), exit 0 only
-# when the soak found duplicates: the test of the test.
+# when the soak found duplicates: the test of the test. --control identity-warn (cluster):
+# every node under identity-conflicts warn and only identity mistakes (a master restarted
+# with another node's offset): exit 0 only when duplicates were found — what the identity
+# guard prevents in the other runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,7 +1,7 @@
 //! The fault soak's command line; `scripts/soak.sh` builds the network and runs it.
 //!
 //! ```text
-//! soak [--seconds N] [--seed S] [--topology sentinel|cluster] [--control shared-offset]
+//! soak [--seconds N] [--seed S] [--topology sentinel|cluster] [--control shared-offset|identity-warn]
 //!      [--namespaces] [--base-port P] [--dir DIR]
 //! ```
 //!
@@ -20,6 +20,7 @@ fn main() {
         seed: 1,
         shape: Shape::Sentinel,
         control_shared_offset: false,
+        control_identity_warn: false,
         network: Network {
             namespaces: false,
             base_port: 7300,
@@ -44,6 +45,7 @@ fn main() {
             }
             "--control" => match value().as_str() {
                 "shared-offset" => options.control_shared_offset = true,
+                "identity-warn" => options.control_identity_warn = true,
                 other => usage(&format!("unknown control '{other}'")),
             },
             "--namespaces" => options.network.namespaces = true,
@@ -51,6 +53,9 @@ fn main() {
             "--dir" => options.run_dir = PathBuf::from(value()),
             other => usage(&format!("unknown argument '{other}'")),
         }
+    }
+    if options.control_identity_warn && options.shape != Shape::Cluster {
+        usage("--control identity-warn needs --topology cluster (the guard is the cluster's)");
     }
     match run(&options) {
         Ok(outcome) => {
@@ -72,7 +77,7 @@ fn number<T: std::str::FromStr>(text: &str) -> T {
 fn usage(problem: &str) -> ! {
     eprintln!(
         "soak: {problem}\nusage: soak [--seconds N] [--seed S] [--topology sentinel|cluster] \
-         [--control shared-offset] [--namespaces] [--base-port P] [--dir DIR]"
+         [--control shared-offset|identity-warn] [--namespaces] [--base-port P] [--dir DIR]"
     );
     std::process::exit(2);
 }

@@ -139,6 +139,8 @@ pub async fn pinned(name: String, node: String, url: String, shared: Shared, see
     let mut rng = Rng::new(seed);
     let timeout = Duration::from_secs(1);
     let mut conn: Option<redis::aio::MultiplexedConnection> = None;
+    // Keys this node answered lately: segment keys, then snowflake keys.
+    let mut served: [Vec<String>; 2] = [Vec::new(), Vec::new()];
     while !shared.stopped() {
         let Some(connection) = conn.as_mut() else {
             let connected = async {
@@ -157,7 +159,14 @@ pub async fn pinned(name: String, node: String, url: String, shared: Shared, see
             continue;
         };
         let snowflakes = rng.coin();
-        let key = shared.key(&mut rng, snowflakes);
+        // Mostly keys this node served last (in a cluster most keys live elsewhere and
+        // answer MOVED), now and then any key, so that a key moved here is found again.
+        let known = &served[usize::from(snowflakes)];
+        let key = if !known.is_empty() && rng.between(0, 9) > 0 {
+            known[rng.between(0, known.len() as u64 - 1) as usize].clone()
+        } else {
+            shared.key(&mut rng, snowflakes)
+        };
         let count = rng.between(
             1,
             if snowflakes {
@@ -174,6 +183,14 @@ pub async fn pinned(name: String, node: String, url: String, shared: Shared, see
         let mut cmd = redis::cmd(command);
         cmd.arg(&key).arg("COUNT").arg(count);
         let reply = tokio::time::timeout(timeout, cmd.query_async::<Vec<i64>>(connection)).await;
+        let known = &mut served[usize::from(snowflakes)];
+        match &reply {
+            Ok(Ok(_)) if !known.contains(&key) => known.push(key.clone()),
+            Ok(Err(error)) if matches!(error.code(), Some("MOVED" | "ASK")) => {
+                known.retain(|served| *served != key)
+            }
+            _ => {}
+        }
         let call = Call {
             client: 0,
             node: node.clone(),

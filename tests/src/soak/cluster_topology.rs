@@ -211,19 +211,23 @@ fn move_slot_of(nodes: &Nodes, key: &str, pick: u64) -> Result<String, String> {
     ))
 }
 
-/// Starts six cluster nodes with `step` and `offsets` and creates the cluster (three
-/// masters, one replica each); returns when every node says the cluster is ok.
+/// Starts six cluster nodes with `step` and `offsets` (and `extra_config` lines) and creates
+/// the cluster (three masters, one replica each); returns when every node says the cluster
+/// is ok.
 pub fn start(
     network: &Network,
     run_dir: &std::path::Path,
     step: u64,
     offsets: &[u64],
+    extra_config: &str,
 ) -> Result<(Nodes, ClusterTopology), String> {
-    let extra = "cluster-enabled yes\ncluster-config-file nodes.conf\n\
-                 cluster-node-timeout 1500\ncluster-replica-validity-factor 0\n";
+    let extra = format!(
+        "cluster-enabled yes\ncluster-config-file nodes.conf\n\
+         cluster-node-timeout 1500\ncluster-replica-validity-factor 0\n{extra_config}"
+    );
     let mut nodes = Vec::new();
     for (index, &offset) in offsets.iter().enumerate() {
-        let mut node = Node::new(network, index, run_dir, step, offset, extra);
+        let mut node = Node::new(network, index, run_dir, step, offset, &extra);
         node.start()?;
         nodes.push(node);
     }

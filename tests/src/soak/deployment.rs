@@ -73,6 +73,8 @@ pub struct Node {
     pub dir: PathBuf,
     namespaces: bool,
     child: Option<Child>,
+    /// Module arguments a mistaken operator added (`offset 2`), used by the next start.
+    mistake: Option<String>,
 }
 
 /// How long a node may take to load its data and answer.
@@ -111,7 +113,37 @@ impl Node {
             dir,
             namespaces: network.namespaces,
             child: None,
+            mistake: None,
         }
+    }
+
+    /// Sets the module arguments the next start adds to the node's own (later ones win):
+    /// an operator's mistake such as `offset 2`; `None` for the node's own settings.
+    pub fn set_mistake(&mut self, module_args: Option<String>) {
+        self.mistake = module_args;
+    }
+
+    /// The configuration file the next start reads: `redis.conf`, or a copy whose module
+    /// line carries the mistake.
+    fn config_file(&self) -> Result<PathBuf, String> {
+        let own = self.dir.join("redis.conf");
+        let Some(mistake) = &self.mistake else {
+            return Ok(own);
+        };
+        let config = std::fs::read_to_string(&own).map_err(|e| e.to_string())?;
+        let mistaken: Vec<String> = config
+            .lines()
+            .map(|line| {
+                if line.starts_with("loadmodule ") {
+                    format!("{line} {mistake}")
+                } else {
+                    line.to_string()
+                }
+            })
+            .collect();
+        let path = self.dir.join("redis-mistaken.conf");
+        std::fs::write(&path, mistaken.join("\n") + "\n").map_err(|e| e.to_string())?;
+        Ok(path)
     }
 
     /// Starts the server (in its namespace) and waits until it answers PING. Does nothing
@@ -131,7 +163,7 @@ impl Node {
         };
         let stderr = std::fs::File::create(self.dir.join("stderr.log")).expect("stderr.log");
         let child = command
-            .arg(self.dir.join("redis.conf"))
+            .arg(self.config_file()?)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use deployment::{Network, Nodes};
 use history::History;
 use nemesis::{Nemesis, Topology};
+use schedule::FaultKind;
 
 /// Builds the topology the clients that follow the master connect with.
 type FollowTopology = Box<dyn Fn() -> idgen_client::Result<idgen_client::Topology> + Send + Sync>;
@@ -46,6 +47,10 @@ pub struct Options {
     pub shape: Shape,
     /// Every node on offset 0 (forbidden by the docs): the run must find duplicates.
     pub control_shared_offset: bool,
+    /// Cluster: every node under `identity-conflicts warn` (the guard reports but lets the
+    /// node issue), and only identity mistakes (another node's offset): the run must find
+    /// duplicates — what the guard prevents in every other run.
+    pub control_identity_warn: bool,
     /// Where the nodes run.
     pub network: Network,
     /// Where the nodes' files and, on a failure, the history go.
@@ -110,8 +115,13 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
             (nodes, Box::new(topology) as Box<dyn Topology>, keys, follow)
         }
         Shape::Cluster => {
+            let guard = if options.control_identity_warn {
+                "idgen.identity-conflicts warn\n"
+            } else {
+                ""
+            };
             let (nodes, topology) =
-                cluster_topology::start(&options.network, &options.run_dir, step, &offsets)?;
+                cluster_topology::start(&options.network, &options.run_dir, step, &offsets, guard)?;
             let urls: Vec<String> = nodes.iter().map(|n| n.lock().unwrap().url()).collect();
             let follow: FollowTopology =
                 Box::new(move || idgen_client::Topology::cluster(urls.iter().map(String::as_str)));
@@ -164,8 +174,18 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
         log: Mutex::new(Vec::new()),
         applied: Mutex::new(Vec::new()),
     };
-    let kinds = schedule::kinds(options.shape == Shape::Cluster, options.network.namespaces);
-    let plan = schedule::plan(options.seed, 100_000, &kinds);
+    let kinds = if options.control_identity_warn {
+        vec![FaultKind::IdentityMistake]
+    } else {
+        schedule::kinds(options.shape == Shape::Cluster, options.network.namespaces)
+    };
+    let mut plan = schedule::plan(options.seed, 100_000, &kinds);
+    if options.control_identity_warn {
+        // Shared offsets only: the mistake that repeats IDs most surely once unguarded.
+        for fault in plan.iter_mut().flat_map(|step| step.faults.iter_mut()) {
+            fault.amount = 0;
+        }
+    }
     let nemesis_stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
         scope.spawn(|| nemesis.run(&plan, &nemesis_stop));

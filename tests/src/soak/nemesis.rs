@@ -188,6 +188,42 @@ impl Nemesis<'_> {
                 let result = self.command(any, &["BGREWRITEAOF"]);
                 self.note(format!("{name} {label} {result:?}"));
             }
+            FaultKind::IdentityMistake => {
+                let Some(m) = self.topology.master(self.nodes, fault.pick) else {
+                    return self.note(format!("{name}: no master found, skipped"));
+                };
+                let other_master = (1..8u64)
+                    .filter_map(|i| self.topology.master(self.nodes, (fault.pick >> 8) + i))
+                    .find(|&other| other != m);
+                let mistake = match (fault.amount, other_master) {
+                    // Another master's offset, as a copied configuration file gives it.
+                    (0, Some(other)) => {
+                        format!("offset {}", self.nodes[other].lock().unwrap().offset)
+                    }
+                    (0, None) => return self.note(format!("{name}: no other master, skipped")),
+                    _ => "step 6".to_string(),
+                };
+                let label = self.label(m);
+                let result = {
+                    let mut node = self.nodes[m].lock().unwrap();
+                    node.kill();
+                    node.set_mistake(Some(mistake.clone()));
+                    node.start()
+                };
+                self.note(format!(
+                    "{name} {label}: restarted with {mistake} {result:?}"
+                ));
+                std::thread::sleep(hold);
+                let result = {
+                    let mut node = self.nodes[m].lock().unwrap();
+                    node.kill();
+                    node.set_mistake(None);
+                    node.start()
+                };
+                self.note(format!(
+                    "{name} {label}: restarted with its own settings {result:?}"
+                ));
+            }
             FaultKind::MoveSlot => {
                 let result = self.topology.move_slot(self.nodes, fault.pick);
                 self.note(format!("{name}: {result}"));

@@ -104,6 +104,12 @@ pub fn report(
     let passed = if options.control_shared_offset {
         println!("soak: control run (every node on offset 0): it passes when it finds duplicates");
         duplicates > 0
+    } else if options.control_identity_warn {
+        println!(
+            "soak: control run (identity mistakes under identity-conflicts warn): it passes \
+             when it finds duplicates"
+        );
+        duplicates > 0
     } else {
         clean && enough_faults && enough_traffic
     };

@@ -57,6 +57,9 @@ pub enum FaultKind {
     /// Cluster only: move a slot holding soak keys to another master with MIGRATE under
     /// load.
     MoveSlot,
+    /// Cluster only: an operator's mistake — a master restarted with another master's offset
+    /// (or, half the time, with another step), and later restarted with its own again.
+    IdentityMistake,
 }
 
 impl FaultKind {
@@ -72,6 +75,7 @@ impl FaultKind {
             FaultKind::DebugReload => "debug-reload",
             FaultKind::RewriteAof => "bgrewriteaof",
             FaultKind::MoveSlot => "move-slot",
+            FaultKind::IdentityMistake => "identity-mistake",
         }
     }
 }
@@ -93,6 +97,7 @@ pub fn kinds(cluster: bool, partitions: bool) -> Vec<FaultKind> {
     }
     if cluster {
         kinds.push(MoveSlot);
+        kinds.push(IdentityMistake);
     }
     kinds
 }
@@ -116,7 +121,8 @@ pub struct Fault {
     /// How long the fault lasts (kill → restart, stop → continue, cut → restore, clock
     /// step → back), in ms.
     pub hold_ms: u64,
-    /// For clock steps, the step in ms (±1 s…1 h); for kills, whether to cut the AOF back.
+    /// For clock steps, the step in ms (±1 s…1 h); for kills, whether to cut the AOF back;
+    /// for identity mistakes, 0 for another master's offset, 1 for another step.
     pub amount: i64,
 }
 
@@ -145,9 +151,10 @@ fn fault(rng: &mut Rng, kinds: &[FaultKind]) -> Fault {
     let kind = kinds[rng.between(0, kinds.len() as u64 - 1) as usize];
     let pick = rng.next_u64();
     let hold_ms = match kind {
-        FaultKind::KillMaster | FaultKind::PauseMaster | FaultKind::Partition => {
-            rng.between(2_000, 6_000)
-        }
+        FaultKind::KillMaster
+        | FaultKind::PauseMaster
+        | FaultKind::Partition
+        | FaultKind::IdentityMistake => rng.between(2_000, 6_000),
         FaultKind::ClockStep => rng.between(2_000, 8_000),
         _ => rng.between(500, 2_000),
     };
@@ -162,7 +169,7 @@ fn fault(rng: &mut Rng, kinds: &[FaultKind]) -> Fault {
                 -magnitude
             }
         }
-        FaultKind::KillMaster => i64::from(rng.coin()),
+        FaultKind::KillMaster | FaultKind::IdentityMistake => i64::from(rng.coin()),
         _ => 0,
     };
     Fault {
