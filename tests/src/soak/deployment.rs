@@ -41,6 +41,42 @@ impl Network {
         }
     }
 
+    /// Cuts one direction of the cluster bus: in node `from`'s namespace, TCP to node
+    /// `to`'s bus port (`to_port + 10000`) is routed to a blackhole (`cut == false` removes
+    /// the rule). `to` still reaches `from`: the connection it opens carries its messages and
+    /// `from`'s replies, so `from` hears `to` and `to` never hears `from` (a module message
+    /// goes out over its sender's own link). A policy-routing rule, because this kernel
+    /// offers no tc drop action.
+    pub fn set_one_way_cut(
+        &self,
+        from: usize,
+        to: usize,
+        to_port: u16,
+        cut: bool,
+    ) -> Result<(), String> {
+        let bus_port = (u32::from(to_port) + 10_000).to_string();
+        let to_host = self.node_host(to);
+        let output = Command::new("ip")
+            .args(["-n", &format!("soak-n{from}"), "rule"])
+            .arg(if cut { "add" } else { "del" })
+            .args([
+                "to",
+                &to_host,
+                "ipproto",
+                "tcp",
+                "dport",
+                &bus_port,
+                "blackhole",
+            ])
+            .output()
+            .map_err(|e| format!("ip rule: {e}"))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&output.stderr).into_owned())
+        }
+    }
+
     /// Takes node `index`'s link down (`up == false`) or up again.
     pub fn set_link(&self, index: usize, up: bool) -> Result<(), String> {
         let state = if up { "up" } else { "down" };

@@ -204,6 +204,25 @@ impl Nemesis<'_> {
                     _ => "step 6".to_string(),
                 };
                 let label = self.label(m);
+                // Half the shared-offset mistakes come with a one-way link: the node whose
+                // offset was copied cannot reach the mistaken one, which must learn the
+                // verdict from the others.
+                let one_way = match other_master {
+                    Some(other)
+                        if fault.amount == 0
+                            && self.network.namespaces
+                            && (fault.pick >> 16) & 1 == 1 =>
+                    {
+                        let port = self.nodes[m].lock().unwrap().port;
+                        let cut = self.network.set_one_way_cut(other, m, port, true);
+                        self.note(format!(
+                            "{name}: {} cannot reach {label}'s bus (one way) {cut:?}",
+                            self.label(other)
+                        ));
+                        Some(other)
+                    }
+                    _ => None,
+                };
                 let result = {
                     let mut node = self.nodes[m].lock().unwrap();
                     node.kill();
@@ -223,6 +242,11 @@ impl Nemesis<'_> {
                 self.note(format!(
                     "{name} {label}: restarted with its own settings {result:?}"
                 ));
+                if let Some(other) = one_way {
+                    let port = self.nodes[m].lock().unwrap().port;
+                    let restored = self.network.set_one_way_cut(other, m, port, false);
+                    self.note(format!("{name}: one-way cut restored {restored:?}"));
+                }
             }
             FaultKind::MoveSlot => {
                 let result = self.topology.move_slot(self.nodes, fault.pick);
