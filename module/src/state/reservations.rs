@@ -217,6 +217,48 @@ pub fn len() -> usize {
     TABLE.with(|table| table.iter().flatten().map(Keys::len).sum())
 }
 
+/// The record of a key being renamed or moved, between its `rename_from`/`move_from` event
+/// and the `rename_to`/`move_to` event that the same command fires right after: `Some(None)`
+/// for a key the module did not hold.
+static CARRIED: MainThreadCell<Option<Option<Reservation>>> = MainThreadCell::new(None);
+
+/// `key` in `db` leaves under this name (`RENAME`, `MOVE`): its record is taken out, to be
+/// given to the name it arrives under ([`carry_to`]), so that what it handed out — and
+/// a lowering `SET` before the move — follows the counter.
+pub fn carry_from(db: i32, key: &[u8]) {
+    let record = in_db(db, |keys| {
+        let record = keys.get(key).copied();
+        keys.remove(key);
+        record
+    })
+    .flatten();
+    CARRIED.with(|carried| *carried = Some(record));
+}
+
+/// `key` in `db` arrives under this name (`RENAME`, `MOVE`): it takes the record carried
+/// from its old name, merged with what this name's record (a key the command replaced)
+/// handed out. Without a carried record (another command), the name's record is voided.
+/// Returns whether a record was carried.
+pub fn carry_to(db: i32, key: &[u8], step: u64) -> bool {
+    let Some(carried) = CARRIED.with(Option::take) else {
+        void(db, key);
+        return false;
+    };
+    match (carried, get(db, key)) {
+        (Some(mut record), Some(replaced)) => {
+            record.absorb(&replaced, step);
+            store(db, key, record);
+        }
+        (Some(record), None) => store(db, key, record),
+        // A key the module did not hold replaced one it did: continue above both.
+        (None, Some(_)) => {
+            void(db, key);
+        }
+        (None, None) => {}
+    }
+    true
+}
+
 /// Forgets `key` in `db` (it was deleted, expired, evicted, renamed or moved away).
 /// Returns whether the module held the key (it is a segment counter).
 pub fn forget(db: i32, key: &[u8]) -> bool {
