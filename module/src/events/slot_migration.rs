@@ -31,17 +31,27 @@
 //!   values (`state::failback_marks`), so nothing is propagated with the slots (Redis's
 //!   subevent "module propagate" is left alone, and no keyless command is replicated, which
 //!   Redis would drop from the slot stream);
+//! - when an export starts, the source looks at the counters it holds in those slots: one
+//!   that a `SET` lowered below what was handed out here (and has not been called since, so
+//!   the key does not say so) is remembered (`state::failback_marks`): if the key ever
+//!   comes back, it continues above that value instead of repeating values from the
+//!   lowered one plus the fence; the target, in its own residue class, cannot repeat them;
 //! - when an export completes, the source drops what it kept for the keys of those slots
 //!   (which keys it has fenced since its start, their reservations); the values it
-//!   remembers from before a full sync are kept: they stay true if a key comes back;
+//!   remembers (from before a full sync, or lowered counters) are kept: they stay true if
+//!   a key comes back;
 //! - a cancelled or failed migration leaves the source's keys as they were, and the target
 //!   deletes what it imported (Redis: a trim); the module keeps nothing for imported keys
 //!   until they are used, which they cannot be before the slots are handed over; a trim
 //!   drops anything still kept for the slots, which this node no longer serves.
 
+use idgen_core::parse_redis_integer;
 use redis_module::Context;
 
+use crate::ffi::databases::in_database;
+
 use crate::ffi::slot_migration::{self, Declared, MigrationStep, SlotMigrationHandler, TrimStep};
+use crate::state::failback_marks;
 use crate::state::reservations;
 use crate::state::server_support::{self, AtomicSlotMigration};
 use crate::state::stats;
@@ -74,6 +84,30 @@ fn forget(ctx: &Context, slots: &[(u16, u16)]) {
     }
 }
 
+/// Remembers the counters of `slots` that hold less than their reservation's top here (a
+/// `SET` lowered them since their last call), so that a counter that comes back continues
+/// above what it handed out here.
+fn remember_lowered(ctx: &Context, slots: &[(u16, u16)]) {
+    let mut remembered = 0;
+    for (db, key, top) in reservations::held_in_slots(slots) {
+        let name = ctx.create_string(key.clone());
+        let held = in_database(ctx, db, || {
+            let key = ctx.open_key(&name);
+            key.read().ok().flatten().and_then(parse_redis_integer)
+        });
+        if held.is_some_and(|held| held < top) {
+            failback_marks::remember(db, &key, top);
+            remembered += 1;
+        }
+    }
+    if remembered > 0 {
+        ctx.log_notice(&format!(
+            "slot migration: {remembered} counters leaving were lowered by a SET; if they \
+             come back they continue above what was handed out here"
+        ));
+    }
+}
+
 impl SlotMigrationHandler for FollowMigrations {
     fn handle(ctx: &Context, step: MigrationStep, slots: &[(u16, u16)]) {
         let what = match step {
@@ -83,6 +117,7 @@ impl SlotMigrationHandler for FollowMigrations {
             }
             MigrationStep::ExportStarted => {
                 stats::SLOT_EXPORTS_STARTED.add(1);
+                remember_lowered(ctx, slots);
                 "export started"
             }
             MigrationStep::ImportAborted => {

@@ -212,6 +212,19 @@ pub fn held(db: i32) -> Vec<(i32, Vec<u8>, i64)> {
     })
 }
 
+/// The keys held in the slots of `ranges` (inclusive), in any database, with their
+/// reservation's top (at or above every value handed out for the key here).
+pub fn held_in_slots(ranges: &[(u16, u16)]) -> Vec<(i32, Vec<u8>, i64)> {
+    let mut keys = held(-1);
+    keys.retain(|(_, key, _)| {
+        let slot = key_slot::of(key);
+        ranges
+            .iter()
+            .any(|&(first, last)| (first..=last).contains(&slot))
+    });
+    keys
+}
+
 /// How many keys are held (`INFO idgen`).
 pub fn len() -> usize {
     TABLE.with(|table| table.iter().flatten().map(Keys::len).sum())
