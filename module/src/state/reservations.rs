@@ -13,7 +13,8 @@
 //! A reservation is voided whenever the key may have changed behind it (a restore, a TTL
 //! set, a role change, a flush, `SWAPDB`); a plain write is seen without an event, because
 //! the key no longer holds the reservation's top. An entry is removed with its key (delete,
-//! expiry, eviction, rename, move, a slot moved away, a flush that removed it).
+//! expiry, eviction, a slot moved away, a flush that removed it), and follows it to its new
+//! name through a rename or a move to another database.
 //!
 //! One table per database, keyed by the key's bytes hashed with SipHash-1-3 under a random
 //! key, as Redis hashes its own keyspace: key names come from clients, and a hash they could
