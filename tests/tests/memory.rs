@@ -66,7 +66,10 @@ fn every_way_a_key_goes_takes_its_fence_state_with_it() {
     // and nothing stays under the old one.
     assert_eq!(fenced(&mut conn), 997);
     let renamed: i64 = cmd("SEGMENT.NEXT").arg("renamed").query(&mut conn).unwrap();
-    assert_eq!(renamed, 1_000_000_002, "the renamed counter continues, unfenced");
+    assert_eq!(
+        renamed, 1_000_000_002,
+        "the renamed counter continues, unfenced"
+    );
     let _: i64 = cmd("DEL").arg("renamed").query(&mut conn).unwrap();
     let () = cmd("SELECT").arg(1).query(&mut conn).unwrap();
     let _: i64 = cmd("DEL").arg("day:4").query(&mut conn).unwrap();
