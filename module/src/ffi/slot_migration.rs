@@ -43,7 +43,7 @@ pub enum MigrationStep {
 }
 
 impl MigrationStep {
-    /// The step of a subevent number, if it is one.
+    /// The step of a Valkey 9 subevent number, if it is one.
     fn of(subevent: u64) -> Option<Self> {
         Some(match subevent {
             0 => MigrationStep::ImportStarted,
@@ -55,9 +55,7 @@ impl MigrationStep {
             _ => return None,
         })
     }
-}
 
-impl MigrationStep {
     /// The step of a Redis 8.4+ `CLUSTER_SLOT_MIGRATION` subevent, if it is one of these
     /// (subevent 6, "propagate what the module wants sent with the slots", is not: the
     /// module sends nothing of its own, see `events::slot_migration`).
