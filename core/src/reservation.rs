@@ -153,6 +153,18 @@ impl Reservation {
         self.left != VOID && held < self.handed_out_up_to(step)
     }
 
+    /// Takes in what `other` — the record of a key that was moved onto this one (a `RENAME`
+    /// onto an existing key) — says was handed out: if it is higher than what this
+    /// reservation has handed out, the reservation is voided with that as its top, so the
+    /// next call continues above both; otherwise nothing changes.
+    pub fn absorb(&mut self, other: &Reservation, step: u64) {
+        let theirs = other.handed_out_up_to(step);
+        if theirs > self.handed_out_up_to(step) {
+            self.top = theirs;
+            self.left = VOID;
+        }
+    }
+
     /// Forgets the values left: the key was, or may have been, changed by something other
     /// than this reservation (a write, a restore, a sync, a role change), so the next call
     /// continues above what the key then holds.
@@ -265,6 +277,30 @@ mod tests {
     fn a_reservation_takes_16_bytes() {
         assert_eq!(std::mem::size_of::<Reservation>(), 16);
         const { assert!(MAX_AHEAD < VOID as u64) };
+    }
+
+    #[test]
+    fn absorbing_a_record_that_handed_out_more_continues_above_it() {
+        let policy = POLICY;
+        let first = Reservation::after(None, range(1, 1, 1), 0, policy);
+        let mut mine = Reservation::after(Some(&first), range(2, 1, 1), 10, policy);
+        assert_eq!((mine.top(), mine.left()), (3, 1));
+        let lower = Reservation::after(None, range(1, 1, 1), 0, policy);
+        mine.absorb(&lower, 1);
+        assert_eq!(
+            (mine.top(), mine.left()),
+            (3, 1),
+            "a lower record changes nothing"
+        );
+        let higher = Reservation::after(None, range(100, 1, 1), 0, policy);
+        mine.absorb(&higher, 1);
+        assert_eq!(mine.left(), 0);
+        assert_eq!(mine.handed_out_up_to(1), 100);
+        assert_eq!(
+            mine.last_taken(100, 1),
+            None,
+            "voided: continued above, not from memory"
+        );
     }
 
     #[test]

@@ -363,6 +363,11 @@ fn a_cluster_is_checked_with_every_member_and_its_slots() {
     let json: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|_| panic!("{run:?}"));
     assert_eq!(findings(&json, "reach").len(), 6, "{json:#}");
     assert_eq!(level(finding(&json, "slots", None)), "pass", "{json:#}");
+    // The module follows whatever way this server moves slots (MIGRATE everywhere; CLUSTER
+    // MIGRATION on Redis 8.4+, CLUSTER MIGRATESLOTS on Valkey 9).
+    let resharding = finding(&json, "resharding", None);
+    assert_eq!(level(resharding), "pass", "{json:#}");
+    assert!(message(resharding).contains("MIGRATE"), "{resharding}");
     assert_eq!(level(finding(&json, "offsets", None)), "pass", "{json:#}");
     assert_eq!(level(finding(&json, "identity", None)), "pass", "{json:#}");
     for permissions in findings(&json, "permissions") {

@@ -446,7 +446,10 @@ fn info_number(cluster: &Cluster, port: u16, field: &str) -> u64 {
 async fn atomic_slot_migration_moves_slots_and_back_under_load() {
     let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
     if !has_atomic_slot_migration(&mut cluster.node_conn(cluster.ports()[0])) {
-        println!("skipped: this server has no atomic slot migration (Valkey 9 has it)");
+        println!(
+            "skipped: this server has no CLUSTER MIGRATESLOTS (Valkey 9 has it; Redis 8.4+'s \
+             CLUSTER MIGRATION is tested in tests/tests/slot_migration.rs)"
+        );
         return;
     }
     let client = cluster_client(&cluster).await;

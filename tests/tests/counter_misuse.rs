@@ -187,3 +187,64 @@ fn a_ttl_on_a_counter_is_counted_warned_about_and_removed_by_the_next_write() {
     assert_eq!(ttl, -1);
     assert!(next(&mut conn, "k") > before);
 }
+
+fn rename(conn: &mut redis::Connection, from: &str, to: &str) {
+    let () = cmd("RENAME").arg(from).arg(to).query(conn).unwrap();
+}
+
+/// Issue 42 item 7: what the module remembers of a counter follows the key. The issue's
+/// reproduction: after a lowering `SET`, two renames used to make the module forget the
+/// counter, and its next call repeated 1000000006 (the fence above the lowered 5).
+#[test]
+fn a_lowered_counter_renamed_away_and_back_is_still_continued_above() {
+    let server = Server::start(&[]);
+    let mut conn = server.conn();
+    let (_, last) = next_count(&mut conn, "inv", 5);
+    set(&mut conn, "inv", 5);
+    let corrected = next(&mut conn, "inv");
+    assert!(corrected > last);
+    set(&mut conn, "inv", 5);
+    rename(&mut conn, "inv", "tmp");
+    rename(&mut conn, "tmp", "inv");
+    let after = next(&mut conn, "inv");
+    assert!(after > corrected, "{after} repeats or precedes {corrected}");
+    assert_eq!(info(&mut conn, "segment_counters_lowered"), "2");
+    assert_eq!(info(&mut conn, "segment_keys_held"), "1", "tmp is not kept");
+
+    // Renamed onto a key the module holds: the counter continues above both histories.
+    let (_, other_last) = next_count(&mut conn, "other", 3);
+    rename(&mut conn, "inv", "other");
+    let merged = next(&mut conn, "other");
+    assert!(
+        merged > after && merged > other_last,
+        "{merged} after {after} and {other_last}"
+    );
+    assert_eq!(info(&mut conn, "segment_keys_held"), "1");
+}
+
+/// The same across databases: `MOVE` takes what the module holds for the counter along.
+#[test]
+fn a_lowered_counter_moved_to_another_database_and_back_is_still_continued_above() {
+    let server = Server::start(&[]);
+    let mut conn = server.conn();
+    next_count(&mut conn, "inv", 5);
+    set(&mut conn, "inv", 5);
+    let corrected = next(&mut conn, "inv");
+    set(&mut conn, "inv", 5);
+    let moved: i64 = cmd("MOVE").arg("inv").arg(1).query(&mut conn).unwrap();
+    assert_eq!(moved, 1);
+    let () = cmd("SELECT").arg(1).query(&mut conn).unwrap();
+    let in_db1 = next(&mut conn, "inv");
+    assert!(
+        in_db1 > corrected,
+        "{in_db1} repeats or precedes {corrected}"
+    );
+    set(&mut conn, "inv", 5);
+    let moved: i64 = cmd("MOVE").arg("inv").arg(0).query(&mut conn).unwrap();
+    assert_eq!(moved, 1);
+    let () = cmd("SELECT").arg(0).query(&mut conn).unwrap();
+    let back = next(&mut conn, "inv");
+    assert!(back > in_db1, "{back} repeats or precedes {in_db1}");
+    assert_eq!(info(&mut conn, "segment_counters_lowered"), "3");
+    assert_eq!(info(&mut conn, "segment_keys_held"), "1");
+}

@@ -1,5 +1,5 @@
-//! What the module keeps for a key does not outlive the key: deleted, renamed, moved or
-//! flushed counters leave nothing behind (`INFO idgen` `segment_keys_held`, and the
+//! What the module keeps for a key does not outlive the key: deleted or flushed counters
+//! leave nothing behind, renamed or moved ones take it to their new name (`INFO idgen` `segment_keys_held`, and the
 //! server's `used_memory`, measured with 10^6 keys deleted), while a `DEBUG RELOAD`, after
 //! which the keys come back, keeps it.
 
@@ -62,6 +62,21 @@ fn every_way_a_key_goes_takes_its_fence_state_with_it() {
         .query(&mut conn)
         .unwrap();
     let _: i64 = cmd("MOVE").arg("day:4").arg(1).query(&mut conn).unwrap();
+    // Valkey 8.1 leaves a connection that ran MOVE (or COPY … DB) in the destination
+    // database when a module follows keyspace events; Redis and Valkey 9 do not.
+    let () = cmd("SELECT").arg(0).query(&mut conn).unwrap();
+    // A renamed or moved counter takes its state to its new name (not fenced again there),
+    // and nothing stays under the old one.
+    assert_eq!(fenced(&mut conn), 997);
+    let renamed: i64 = cmd("SEGMENT.NEXT").arg("renamed").query(&mut conn).unwrap();
+    assert_eq!(
+        renamed, 1_000_000_002,
+        "the renamed counter continues, unfenced"
+    );
+    let _: i64 = cmd("DEL").arg("renamed").query(&mut conn).unwrap();
+    let () = cmd("SELECT").arg(1).query(&mut conn).unwrap();
+    let _: i64 = cmd("DEL").arg("day:4").query(&mut conn).unwrap();
+    let () = cmd("SELECT").arg(0).query(&mut conn).unwrap();
     // Expiry and eviction: see the tests below.
     assert_eq!(fenced(&mut conn), 995);
     // A key that comes back is fenced again on its next use: only values are skipped.

@@ -427,3 +427,44 @@ fn a_replica_on_this_release_of_a_master_on_the_previous_one_takes_over_and_back
 fn a_replica_on_the_previous_release_of_a_master_on_this_one_takes_over_and_back() {
     fail_over_between(None, Some(previous_module_path()));
 }
+
+/// During a rolling upgrade on a server with atomic slot migration (Redis 8.4+: `CLUSTER
+/// MIGRATION`; Valkey 9: `CLUSTER MIGRATESLOTS`), `idgen check --cluster` warns about a
+/// node whose module release does not follow it, naming the node; on other servers it has
+/// nothing to warn about.
+#[test]
+fn idgen_check_warns_about_a_node_whose_release_does_not_follow_atomic_slot_migration() {
+    let cluster = Cluster::start();
+    let handled = idgen_tests::info_field(
+        &mut cluster.node_conn(cluster.ports()[0]),
+        "atomic_slot_migration",
+    ) == "handled";
+    let replica = cluster
+        .nodes()
+        .into_iter()
+        .find(|node| !node.master)
+        .unwrap();
+    cluster.restart_node_onto(replica.port, &previous_module_path());
+    cluster.wait_healthy();
+    let seed = cluster.urls()[0].clone();
+    let run = idgen_tests::run_idgen(&["check", "--json", "--cluster", &seed]);
+    let json: serde_json::Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|_| panic!("{run:?}"));
+    let resharding = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|finding| finding["check"] == "resharding")
+        .unwrap_or_else(|| panic!("no resharding finding in {json:#}"));
+    let message = resharding["message"].as_str().unwrap();
+    if handled {
+        assert_eq!(resharding["level"], "warn", "{resharding}");
+        assert!(
+            message.contains(&format!("127.0.0.1:{}", replica.port)),
+            "{message}"
+        );
+    } else {
+        println!("this server has no atomic slot migration: {message}");
+        assert_eq!(resharding["level"], "pass", "{resharding}");
+    }
+}

@@ -140,6 +140,7 @@ pub async fn run(target: &Target, args: &CheckArgs, timeout: Duration) -> Result
     }
     if kind == Kind::Cluster {
         findings.push(cluster::slot_finding(&reached));
+        findings.push(cluster::resharding_finding(&reached));
     }
     Ok(Report {
         findings,

@@ -10,7 +10,7 @@ use crate::state::instance;
 use crate::state::pacing;
 use crate::state::peer_identities;
 use crate::state::reservations;
-use crate::state::server_support;
+use crate::state::server_support::{self, AtomicSlotMigration};
 use crate::state::settings;
 use crate::state::stats;
 use crate::state::warnings;
@@ -81,16 +81,21 @@ fn add_fields(fields: &InfoFields<'_>) {
         "segment_counters_expired",
         stats::SEGMENT_COUNTERS_EXPIRED.get(),
     );
+    // Atomic slot migration (Valkey 9, Redis 8.4+): what is followed, and every step seen.
     text(
         "atomic_slot_migration",
-        if server_support::atomic_slot_migration() {
-            "handled"
-        } else {
-            "not offered by this server"
+        match server_support::atomic_slot_migration() {
+            AtomicSlotMigration::Valkey | AtomicSlotMigration::Redis => "handled",
+            AtomicSlotMigration::None => "not offered by this server",
         },
     );
     number("slot_imports", stats::SLOT_IMPORTS.get());
     number("slot_exports", stats::SLOT_EXPORTS.get());
+    number("slot_imports_started", stats::SLOT_IMPORTS_STARTED.get());
+    number("slot_imports_failed", stats::SLOT_IMPORTS_FAILED.get());
+    number("slot_exports_started", stats::SLOT_EXPORTS_STARTED.get());
+    number("slot_exports_failed", stats::SLOT_EXPORTS_FAILED.get());
+    number("slot_trims", stats::SLOT_TRIMS.get());
     number("peers", peer_identities::peers() as u64);
     number("conflicts", peer_identities::conflicts() as u64);
     text("conflict_detail", &peer_identities::detail());

@@ -1,11 +1,13 @@
-//! Keeps what the module holds per segment key (`state::reservations`) no longer than the key, and
-//! its reservation no longer than the key's value: when a key is deleted, expires, is
-//! evicted, renamed or moved away, the module forgets it (a key that comes back is fenced
-//! again on its next use, which only skips values; without this, a service with per-day or
-//! per-tenant counters grew the table by one entry per key, for the life of the process);
-//! when a key is restored, copied or renamed onto, moved into, or given a TTL, its reservation
-//! is voided, so its next call continues above what it then holds (and, as before, leaves no
-//! TTL). A plain write needs no event: the key then holds another value than the
+//! Keeps what the module holds per segment key (`state::reservations`) no longer than the
+//! key, and its reservation no longer than the key's value: when a key is deleted, expires or
+//! is evicted, the module forgets it (a key that comes back is fenced again on its next use,
+//! which only skips values; without this, a service with per-day or per-tenant counters grew
+//! the table by one entry per key, for the life of the process); when a key is restored,
+//! copied onto, or given a TTL, its reservation is voided, so its next call continues above
+//! what it then holds (and, as before, leaves no TTL). A key renamed, or moved to another
+//! database, takes what the module holds for it along — what it handed out, so a `SET` that
+//! lowered it before the move is still caught — merged with the record of a key the rename
+//! replaced. A plain write needs no event: the key then holds another value than the
 //! reservation's top, which the next call sees.
 //!
 //! A flush (`FLUSHALL`, `FLUSHDB`) fires no key events; `flush_sweep` checks after it which
@@ -16,15 +18,23 @@ use std::ffi::CStr;
 use redis_module::Context;
 
 use crate::ffi::keyspace_events::{self, KeyEvent, KeyEventHandler};
+use crate::state::instance;
 use crate::state::reservations;
 use crate::state::stats;
 
 /// Generic events after which the key of this name is gone from its database.
-const KEY_GONE: [&CStr; 4] = [c"del", c"rename_from", c"move_from", c"expired"];
+const KEY_GONE: [&CStr; 2] = [c"del", c"expired"];
 
 /// Generic events after which the key of this name holds a value this instance did not write
 /// (possibly the same number) or has a TTL.
-const KEY_REPLACED: [&CStr; 5] = [c"restore", c"copy_to", c"rename_to", c"move_to", c"expire"];
+const KEY_REPLACED: [&CStr; 3] = [c"restore", c"copy_to", c"expire"];
+
+/// Generic events of a key leaving its name (`RENAME`, `MOVE`), each followed at once by
+/// one of [`KEY_ARRIVED`] for the name it arrives under.
+const KEY_LEFT: [&CStr; 2] = [c"rename_from", c"move_from"];
+
+/// Generic events of a key arriving under a name (`RENAME`, `MOVE`).
+const KEY_ARRIVED: [&CStr; 2] = [c"rename_to", c"move_to"];
 
 /// Forgets or voids what the module holds for a key deleted or replaced behind it.
 struct ForgetReplacedKeys;
@@ -40,6 +50,10 @@ impl KeyEventHandler for ForgetReplacedKeys {
             if held && event.name == c"expired" {
                 stats::SEGMENT_COUNTERS_EXPIRED.add(1);
             }
+        } else if KEY_LEFT.contains(&event.name) {
+            reservations::carry_from(event.db, event.key);
+        } else if KEY_ARRIVED.contains(&event.name) {
+            reservations::carry_to(event.db, event.key, instance::config().identity.step);
         } else if KEY_REPLACED.contains(&event.name) {
             let held = reservations::void(event.db, event.key);
             if held && event.name == c"expire" {

@@ -13,7 +13,8 @@
 //! A reservation is voided whenever the key may have changed behind it (a restore, a TTL
 //! set, a role change, a flush, `SWAPDB`); a plain write is seen without an event, because
 //! the key no longer holds the reservation's top. An entry is removed with its key (delete,
-//! expiry, eviction, rename, move, a slot moved away, a flush that removed it).
+//! expiry, eviction, a slot moved away, a flush that removed it), and follows it to its new
+//! name through a rename or a move to another database.
 //!
 //! One table per database, keyed by the key's bytes hashed with SipHash-1-3 under a random
 //! key, as Redis hashes its own keyspace: key names come from clients, and a hash they could
@@ -212,9 +213,64 @@ pub fn held(db: i32) -> Vec<(i32, Vec<u8>, i64)> {
     })
 }
 
+/// The keys held in the slots of `ranges` (inclusive), in any database, with their
+/// reservation's top (at or above every value handed out for the key here).
+pub fn held_in_slots(ranges: &[(u16, u16)]) -> Vec<(i32, Vec<u8>, i64)> {
+    let mut keys = held(-1);
+    keys.retain(|(_, key, _)| {
+        let slot = key_slot::of(key);
+        ranges
+            .iter()
+            .any(|&(first, last)| (first..=last).contains(&slot))
+    });
+    keys
+}
+
 /// How many keys are held (`INFO idgen`).
 pub fn len() -> usize {
     TABLE.with(|table| table.iter().flatten().map(Keys::len).sum())
+}
+
+/// The record of a key being renamed or moved, between its `rename_from`/`move_from` event
+/// and the `rename_to`/`move_to` event that the same command fires right after: `Some(None)`
+/// for a key the module did not hold.
+static CARRIED: MainThreadCell<Option<Option<Reservation>>> = MainThreadCell::new(None);
+
+/// `key` in `db` leaves under this name (`RENAME`, `MOVE`): its record is taken out, to be
+/// given to the name it arrives under ([`carry_to`]), so that what it handed out — and
+/// a lowering `SET` before the move — follows the counter.
+pub fn carry_from(db: i32, key: &[u8]) {
+    let record = in_db(db, |keys| {
+        let record = keys.get(key).copied();
+        keys.remove(key);
+        record
+    })
+    .flatten();
+    CARRIED.with(|carried| *carried = Some(record));
+}
+
+/// `key` in `db` arrives under this name (`RENAME`, `MOVE`): it takes the record carried
+/// from its old name, merged with what this name's record (a key the command replaced)
+/// handed out. Without a carried record (another command), the name's record is voided.
+/// Returns whether a record was carried.
+pub fn carry_to(db: i32, key: &[u8], step: u64) -> bool {
+    let Some(carried) = CARRIED.with(Option::take) else {
+        void(db, key);
+        return false;
+    };
+    match (carried, get(db, key)) {
+        (Some(mut record), Some(replaced)) => {
+            record.absorb(&replaced, step);
+            store(db, key, record);
+        }
+        (Some(record), None) => store(db, key, record),
+        // A key the module did not hold replaced one it did: continue above both.
+        (None, Some(_)) => {
+            void(db, key);
+        }
+        (None, None) => {}
+    }
+    true
 }
 
 /// Forgets `key` in `db` (it was deleted, expired, evicted, renamed or moved away).

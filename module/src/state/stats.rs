@@ -62,10 +62,21 @@ pub static SEGMENT_COUNTERS_LOWERED: Counter = Counter::new();
 pub static SEGMENT_TTLS_SEEN: Counter = Counter::new();
 /// Segment keys this instance held that expired.
 pub static SEGMENT_COUNTERS_EXPIRED: Counter = Counter::new();
-/// Atomic slot migrations (Valkey 9) this instance completed as the target.
+/// Atomic slot migrations (Valkey 9, Redis 8.4+) this instance completed as the target.
 pub static SLOT_IMPORTS: Counter = Counter::new();
-/// Atomic slot migrations (Valkey 9) this instance completed as the source.
+/// Atomic slot migrations (Valkey 9, Redis 8.4+) this instance completed as the source.
 pub static SLOT_EXPORTS: Counter = Counter::new();
+/// Atomic slot migrations this instance started as the target.
+pub static SLOT_IMPORTS_STARTED: Counter = Counter::new();
+/// Atomic slot migrations that failed or were cancelled on this instance as the target.
+pub static SLOT_IMPORTS_FAILED: Counter = Counter::new();
+/// Atomic slot migrations this instance started as the source.
+pub static SLOT_EXPORTS_STARTED: Counter = Counter::new();
+/// Atomic slot migrations that failed or were cancelled on this instance as the source.
+pub static SLOT_EXPORTS_FAILED: Counter = Counter::new();
+/// Trims of slots this instance no longer serves (Redis 8.4+), begun key by key or handed
+/// to a background thread.
+pub static SLOT_TRIMS: Counter = Counter::new();
 /// Times this instance was promoted to master.
 pub static PROMOTIONS: Counter = Counter::new();
 /// SNOWFLAKE.NEXT and SEGMENT.NEXT calls refused because this node is the later node of an
