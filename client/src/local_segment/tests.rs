@@ -141,3 +141,18 @@ async fn handles_and_shared_callers_never_get_the_same_value() {
     assert_eq!(seen.len(), 4 * PER_TASK);
     assert!(ranges_fetched(&source) >= 200);
 }
+
+/// Four tasks that never yield on their own, each with its own handle on one buffer, on
+/// two workers: each keeps getting values throughout, across range switches (see the
+/// buffer's test of the same name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_busy_handles_on_two_workers_all_get_values_throughout() {
+    use crate::segment::tests::{busy_callers, LONGEST_GAP};
+    for (task, (gap, taken)) in busy_callers(true).await.into_iter().enumerate() {
+        assert!(taken > 0, "task {task} got no value in the window");
+        assert!(
+            gap <= LONGEST_GAP,
+            "task {task} waited {gap:?} between two values"
+        );
+    }
+}

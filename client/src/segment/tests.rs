@@ -231,3 +231,100 @@ async fn callers_that_never_yield_still_let_the_prefetch_run_on_a_multi_thread_r
         );
     }
 }
+
+/// The round trip of the source in [`busy_callers`].
+const BUSY_ROUND_TRIP: Duration = Duration::from_millis(10);
+
+/// The longest gap a busy caller may see: 20 round trips. Generous, for a loaded machine: a
+/// range switch waits at most one fetch, a turn of the other tasks on the worker is about a
+/// millisecond, and a worker thread the system preempts stops for a few (10–25 ms seen with
+/// a load of 7 on 2 cores). Far below how long a caller left out by its siblings waited:
+/// the rest of the range once its successor was fetched, 90 % of the range's 1 s.
+pub(crate) const LONGEST_GAP: Duration = Duration::from_millis(200);
+
+/// One run of [`busy_callers`] at a time: two at once would put four busy worker threads
+/// on what may be two cores, and the system's time slices into the gaps.
+static BUSY_RUNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Four tasks on the test's runtime take values from one buffer in loops that never yield
+/// on their own (`local`: each through its own `buffer.local()` handle), with a source
+/// that takes [`BUSY_ROUND_TRIP`] and ranges sized to last 1 s, through three range
+/// switches after a warm-up (the first two ranges). Returns, for each task, its longest
+/// gap between two values (a gap that began during the warm-up, or that ends only after
+/// the window, counted whole) and how many values it took in the window.
+pub(crate) async fn busy_callers(local: bool) -> Vec<(Duration, u64)> {
+    use std::sync::atomic::AtomicBool;
+    const TASKS: usize = 4;
+    let _one_at_a_time = BUSY_RUNS.lock().await;
+    let source = Arc::new(CountingSource::with_round_trip(BUSY_ROUND_TRIP));
+    let options = SegmentOptions::default().target_duration(Duration::from_secs(1));
+    let buffer = buffer_with(&source, options);
+    let measuring = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|_| {
+            let (buffer, measuring, stop) = (buffer.clone(), measuring.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut handle = buffer.local();
+                let (mut worst, mut taken) = (Duration::ZERO, 0u64);
+                let mut last = std::time::Instant::now();
+                loop {
+                    let value = if local {
+                        handle.next().await
+                    } else {
+                        buffer.next().await
+                    };
+                    std::hint::black_box(value.unwrap());
+                    let now = std::time::Instant::now();
+                    if measuring.load(Ordering::Relaxed) {
+                        worst = worst.max(now - last);
+                        taken += 1;
+                    }
+                    last = now;
+                    if stop.load(Ordering::Relaxed) {
+                        return (worst, taken);
+                    }
+                }
+            })
+        })
+        .collect();
+    // The window: from the third range asked for (the second, sized from a measured rate,
+    // is in use) to the sixth (ranges 3, 4 and 5 were installed meanwhile).
+    let asked_for = |n: usize| {
+        let source = &source;
+        async move {
+            while sizes(source).len() < n {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+    };
+    asked_for(3).await;
+    measuring.store(true, Ordering::Relaxed);
+    asked_for(6).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut out = Vec::new();
+    for task in tasks {
+        out.push(task.await.unwrap());
+    }
+    eprintln!(
+        "range sizes {:?}; per task (longest gap, values): {out:?}",
+        sizes(&source)
+    );
+    out
+}
+
+/// Four tasks that never yield on their own share a buffer on two workers: each keeps
+/// getting values throughout, across range switches. Before the buffer took its budget
+/// on every value path (not only while a fetch was under way), two of the four stopped for
+/// the rest of each range once its fetch landed: woken, but never run, as the two on the
+/// workers no longer yielded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_busy_callers_on_two_workers_all_get_values_throughout() {
+    for (task, (gap, taken)) in busy_callers(false).await.into_iter().enumerate() {
+        assert!(taken > 0, "task {task} got no value in the window");
+        assert!(
+            gap <= LONGEST_GAP,
+            "task {task} waited {gap:?} between two values"
+        );
+    }
+}
