@@ -1,11 +1,12 @@
-//! `idgen-bench buffers [--quick]`: whether `SegmentBuffer` and `SnowflakeCache` keep their
-//! callers off the server, through a TCP proxy that delays every byte by half the round trip
-//! each way (and can freeze), and the local path of `SegmentBuffer::next` against a
-//! `fetch_add` loop in the same harness. Writes its own section of BENCHMARKS.md (between
-//! the `buffers` markers) and prints it.
+//! `idgen-bench buffers [--quick] [--rtts 5,25] [--tasks 4,16]`: whether `SegmentBuffer`
+//! and `SnowflakeCache` keep their callers off the server and keep every caller served,
+//! through a TCP proxy that delays every byte by half the round trip each way (and can
+//! freeze), and the local path of `SegmentBuffer::next` against a `fetch_add` loop in the
+//! same harness. Writes its own section of BENCHMARKS.md (between the `buffers` markers)
+//! and prints it; a quick run or a subset (`--rtts`, `--tasks`) only prints.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -105,6 +106,9 @@ enum Load {
     Paced(f64),
     /// As fast as possible; `Some(n)`: a `yield_now` every n calls.
     Full(Option<u32>),
+    /// As fast as possible through a handle per task (`SegmentBuffer::local`), never
+    /// yielding on its own.
+    FullLocal,
 }
 
 impl Load {
@@ -113,9 +117,51 @@ impl Load {
             Load::Paced(rate) => format!("paced {}/s", grouped(rate)),
             Load::Full(None) => "full speed, never yields".into(),
             Load::Full(Some(n)) => format!("full speed, yields every {n}"),
+            Load::FullLocal => "full speed, `local()` handles, never yield".into(),
         }
     }
 }
+
+/// What one task lived through in the measured window.
+#[derive(Debug, Default, Clone, Copy)]
+struct TaskStats {
+    /// Values it took in the window.
+    values: u64,
+    /// The longest time between two of its values (at full speed, between two clock reads:
+    /// one every [`CLOCK_EVERY`] values, a few hundred nanoseconds apart when nothing stops
+    /// the task). A gap that began in the warm-up or ends after the window counts whole.
+    longest_gap: Duration,
+    /// Calls slower than the measured round trip plus 1 ms, whatever the cause: a wait for
+    /// a fetch, or a task woken but not run (at full speed: such intervals between clock
+    /// reads).
+    slow_calls: u64,
+}
+
+/// Full-speed tasks read the clock once every this many values, so that timing costs them
+/// little (a clock read costs several values' worth).
+const CLOCK_EVERY: u64 = 64;
+
+/// The phases of a case, in `Shared::phase`.
+const WARM_UP: u8 = 0;
+const MEASURING: u8 = 1;
+const STOPPED: u8 = 2;
+
+/// The measured window of a case: at least this long…
+const MIN_WINDOW: Duration = Duration::from_secs(3);
+/// …and, for segments, until this many ranges were fetched in it (each fetch starts only
+/// once the range before it is installed, so 4 fetches mean at least 3 range switches)…
+const FETCHES_IN_WINDOW: u64 = 4;
+/// …but no longer than this.
+const MAX_WINDOW: Duration = Duration::from_secs(12);
+
+/// Worker threads of the runtime the cases run on (see `main`), and their name (its
+/// blocking threads have it too; idle, they wait for no CPU).
+pub const WORKERS: usize = 2;
+pub const WORKER_NAME: &str = "idgen-worker";
+
+/// Segment ranges in the cases are sized to last this long at the measured rate (the
+/// default is 10 s), so that a window of a few seconds crosses several range switches.
+const RANGE_DURATION: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
 struct Row {
@@ -124,6 +170,13 @@ struct Row {
     load: Load,
     rtt_ms: u64,
     measured_rtt: Duration,
+    /// How long the window lasted, and how many ranges (segments) or batches (snowflakes)
+    /// were fetched in it.
+    window: Duration,
+    fetches: u64,
+    /// How long the worker threads waited for a CPU in the window, in all.
+    cpu_wait: Duration,
+    per_task: Vec<TaskStats>,
     values_per_s: f64,
     waits_per_s: f64,
     worst_wait: Duration,
@@ -150,6 +203,30 @@ fn measure_rtt(port: u16) -> Duration {
     Duration::from_secs_f64(median(&samples))
 }
 
+/// How long the runtime's worker threads have waited, runnable, for a CPU (the kernel's
+/// `run_delay` in `/proc/self/task/*/schedstat`), in all; zero where the kernel does not
+/// say. On a shared machine, the part of a task's gaps that is not the runtime's doing.
+fn workers_cpu_wait() -> Duration {
+    let Ok(threads) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let mut waited = 0u64;
+    for thread in threads.flatten() {
+        let path = thread.path();
+        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        if comm.trim_end() != WORKER_NAME {
+            continue;
+        }
+        let schedstat = std::fs::read_to_string(path.join("schedstat")).unwrap_or_default();
+        waited += schedstat
+            .split_whitespace()
+            .nth(1)
+            .and_then(|ns| ns.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Duration::from_nanos(waited)
+}
+
 fn now_ms() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -160,12 +237,11 @@ fn now_ms() -> f64 {
 
 /// What every task shares while a case runs.
 struct Shared {
-    stop: AtomicBool,
-    counted: AtomicU64,
+    /// [`WARM_UP`], [`MEASURING`] or [`STOPPED`].
+    phase: AtomicU8,
     errors: AtomicU64,
     /// Snowflake ages in ms, after the warm-up.
     ages: Mutex<Vec<f64>>,
-    measuring: AtomicBool,
     /// Every value handed out (paced cases only: full speed hands out too many to keep).
     values: Mutex<Vec<i64>>,
 }
@@ -177,26 +253,31 @@ async fn run_case(
     load: Load,
     rtt_ms: u64,
     warm_up: Duration,
-    measure: Duration,
 ) -> Row {
     let proxy = DelayProxy::start(server.port(), Duration::from_micros(rtt_ms * 500));
     let port = proxy.port;
     let measured_rtt = tokio::task::spawn_blocking(move || measure_rtt(port))
         .await
         .unwrap();
+    let slow = measured_rtt + Duration::from_millis(1);
     let client = Client::connect(Topology::single(format!("redis://127.0.0.1:{port}/")).unwrap())
         .await
         .expect("connect through the proxy");
     let key = format!("{buffer:?}-{tasks}-{rtt_ms}-{}", load.describe()).replace(' ', "_");
-    let segments = client.segment_buffer(&key, SegmentOptions::default());
+    let mut options = SegmentOptions::default().target_duration(RANGE_DURATION);
+    if let Load::Paced(rate) = load {
+        // The first range sized as the later ones will be: measured from the first values,
+        // taken in a catch-up burst after the first fetch, the rate would be far too high,
+        // and ranges would take many switches to come down to the target.
+        options = options.initial_size((rate * RANGE_DURATION.as_secs_f64()) as u64);
+    }
+    let segments = client.segment_buffer(&key, options);
     let snowflakes = client.snowflake_cache(&key, SnowflakeCacheOptions::default());
     let keep_values = matches!(load, Load::Paced(_));
     let shared = Arc::new(Shared {
-        stop: AtomicBool::new(false),
-        counted: AtomicU64::new(0),
+        phase: AtomicU8::new(WARM_UP),
         errors: AtomicU64::new(0),
         ages: Mutex::new(Vec::new()),
-        measuring: AtomicBool::new(false),
         values: Mutex::new(Vec::new()),
     });
     let started = Instant::now();
@@ -209,27 +290,32 @@ async fn run_case(
                 shared.clone(),
             );
             tokio::spawn(async move {
-                let mut done: u64 = 0;
-                let mut unreported: u64 = 0;
+                let mut stats = TaskStats::default();
                 let mut values = Vec::new();
                 let mut ages = Vec::new();
-                let take = async |values: &mut Vec<i64>, ages: &mut Vec<f64>| match buffer {
-                    Buffer::Segments => match segments.next().await {
-                        Ok(value) => {
-                            if keep_values {
-                                values.push(value);
-                            } else {
+                let mut handle = segments.local();
+                let use_handle = load == Load::FullLocal;
+                let mut take = async |values: &mut Vec<i64>, ages: &mut Vec<f64>| match buffer {
+                    Buffer::Segments => {
+                        let outcome = if use_handle {
+                            handle.next().await
+                        } else {
+                            segments.next().await
+                        };
+                        match outcome {
+                            Ok(value) if keep_values => values.push(value),
+                            Ok(value) => {
                                 std::hint::black_box(value);
                             }
+                            Err(_) => {
+                                shared.errors.fetch_add(1, Ordering::Relaxed);
+                            }
                         }
-                        Err(_) => {
-                            shared.errors.fetch_add(1, Ordering::Relaxed);
-                        }
-                    },
+                    }
                     Buffer::Snowflakes => match snowflakes.next().await {
                         Ok(id) => {
                             values.push(id);
-                            if shared.measuring.load(Ordering::Relaxed) {
+                            if shared.phase.load(Ordering::Relaxed) == MEASURING {
                                 let issued = client.decode(id).unwrap().unix_ms as f64;
                                 ages.push(now_ms() - issued);
                             }
@@ -239,31 +325,57 @@ async fn run_case(
                         }
                     },
                 };
+                // The task's last value (paced) or clock read (full speed), and whether the
+                // window was open then: a gap counts if the window was open at either end.
+                let mut last = Instant::now();
+                let mut was_measuring = false;
+                let mut done: u64 = 0;
                 match load {
                     Load::Paced(rate) => {
                         let per_task = rate / f64::from(tasks);
-                        while !shared.stop.load(Ordering::Relaxed) {
+                        loop {
+                            let phase = shared.phase.load(Ordering::Relaxed);
+                            if phase == STOPPED {
+                                break;
+                            }
+                            let measuring = phase == MEASURING;
                             let due = (started.elapsed().as_secs_f64() * per_task) as u64;
                             while done < due {
+                                let before = Instant::now();
                                 take(&mut values, &mut ages).await;
+                                let after = Instant::now();
+                                if measuring || was_measuring {
+                                    stats.longest_gap = stats.longest_gap.max(after - last);
+                                    stats.slow_calls += u64::from(after - before > slow);
+                                }
+                                stats.values += u64::from(measuring);
+                                (last, was_measuring) = (after, measuring);
                                 done += 1;
-                                unreported += 1;
                             }
-                            shared.counted.fetch_add(unreported, Ordering::Relaxed);
-                            unreported = 0;
                             tokio::time::sleep(Duration::from_millis(1)).await;
                         }
                     }
-                    Load::Full(yield_every) => loop {
+                    Load::Full(_) | Load::FullLocal => loop {
                         take(&mut values, &mut ages).await;
                         done += 1;
-                        if done.is_multiple_of(1024) {
-                            shared.counted.fetch_add(1024, Ordering::Relaxed);
-                            if shared.stop.load(Ordering::Relaxed) {
+                        if done.is_multiple_of(CLOCK_EVERY) {
+                            let now = Instant::now();
+                            let phase = shared.phase.load(Ordering::Relaxed);
+                            let measuring = phase == MEASURING;
+                            if measuring || was_measuring {
+                                let interval = now - last;
+                                stats.longest_gap = stats.longest_gap.max(interval);
+                                stats.slow_calls += u64::from(interval > slow);
+                            }
+                            if measuring {
+                                stats.values += CLOCK_EVERY;
+                            }
+                            (last, was_measuring) = (now, measuring);
+                            if phase == STOPPED {
                                 break;
                             }
                         }
-                        if let Some(n) = yield_every {
+                        if let Load::Full(Some(n)) = load {
                             if done.is_multiple_of(u64::from(n)) {
                                 tokio::task::yield_now().await;
                             }
@@ -272,28 +384,47 @@ async fn run_case(
                 }
                 shared.ages.lock().unwrap().extend(ages);
                 shared.values.lock().unwrap().extend(values);
+                stats
             })
         })
         .collect();
     tokio::time::sleep(warm_up).await;
+    let fetched = || {
+        let metrics = client.metrics();
+        match buffer {
+            Buffer::Segments => metrics.ranges_fetched,
+            Buffer::Snowflakes => metrics.snowflake_batches_fetched,
+        }
+    };
     let waits_before = match buffer {
         Buffer::Segments => segments.wait_stats().waits,
         Buffer::Snowflakes => snowflakes.wait_stats().waits,
     };
-    let counted_before = shared.counted.load(Ordering::Relaxed);
+    let fetched_before = fetched();
     let discarded_before = snowflakes.discarded();
-    shared.measuring.store(true, Ordering::Relaxed);
+    let cpu_wait_before = workers_cpu_wait();
+    shared.phase.store(MEASURING, Ordering::Relaxed);
     let measured_from = Instant::now();
-    tokio::time::sleep(measure).await;
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let elapsed = measured_from.elapsed();
+        let enough =
+            buffer == Buffer::Snowflakes || fetched() - fetched_before >= FETCHES_IN_WINDOW;
+        if (elapsed >= MIN_WINDOW && enough) || elapsed >= MAX_WINDOW {
+            break;
+        }
+    }
     let stats = match buffer {
         Buffer::Segments => segments.wait_stats(),
         Buffer::Snowflakes => snowflakes.wait_stats(),
     };
-    let counted = shared.counted.load(Ordering::Relaxed) - counted_before;
-    let elapsed = measured_from.elapsed().as_secs_f64();
-    shared.stop.store(true, Ordering::Relaxed);
+    let fetches = fetched() - fetched_before;
+    let window = measured_from.elapsed();
+    let cpu_wait = workers_cpu_wait().saturating_sub(cpu_wait_before);
+    shared.phase.store(STOPPED, Ordering::Relaxed);
+    let mut per_task = Vec::new();
     for handle in handles {
-        handle.await.unwrap();
+        per_task.push(handle.await.unwrap());
     }
     let values = std::mem::take(&mut *shared.values.lock().unwrap());
     let duplicates = (buffer == Buffer::Snowflakes || keep_values).then(|| {
@@ -305,20 +436,25 @@ async fn run_case(
     let pick = |q: f64| ages[((ages.len() - 1) as f64 * q).round() as usize];
     let staleness = (buffer == Buffer::Snowflakes && !ages.is_empty())
         .then(|| (pick(0.5), pick(0.99), *ages.last().unwrap()));
+    let counted: u64 = per_task.iter().map(|task| task.values).sum();
     let row = Row {
         buffer,
         tasks,
         load,
         rtt_ms,
         measured_rtt,
-        values_per_s: counted as f64 / elapsed,
-        waits_per_s: (stats.waits - waits_before) as f64 / elapsed,
+        window,
+        fetches,
+        cpu_wait,
+        values_per_s: counted as f64 / window.as_secs_f64(),
+        waits_per_s: (stats.waits - waits_before) as f64 / window.as_secs_f64(),
         worst_wait: stats.longest,
         staleness,
         errors: shared.errors.load(Ordering::Relaxed),
         duplicates,
         discarded: (buffer == Buffer::Snowflakes)
             .then(|| (discarded_before, snowflakes.discarded() - discarded_before)),
+        per_task,
     };
     eprintln!(
         "{row:?}; cached at the end {}, batches fetched {}",
@@ -326,6 +462,39 @@ async fn run_case(
         client.metrics().snowflake_batches_fetched
     );
     row
+}
+
+impl Row {
+    /// The smallest and largest share of the values a task took, as a multiple of a fair
+    /// share (1 / tasks).
+    fn shares(&self) -> (f64, f64) {
+        let total: u64 = self.per_task.iter().map(|task| task.values).sum();
+        let fair = total as f64 / self.per_task.len() as f64;
+        let shares = self.per_task.iter().map(|task| task.values as f64 / fair);
+        shares.fold((f64::INFINITY, 0.0_f64), |(low, high), share| {
+            (low.min(share), high.max(share))
+        })
+    }
+
+    /// The longest gap any task lived through.
+    fn longest_gap(&self) -> Duration {
+        self.per_task
+            .iter()
+            .map(|task| task.longest_gap)
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// Slow calls in all, and how many tasks had any.
+    fn slow_calls(&self) -> (u64, usize) {
+        let total = self.per_task.iter().map(|task| task.slow_calls).sum();
+        let tasks = self
+            .per_task
+            .iter()
+            .filter(|task| task.slow_calls > 0)
+            .count();
+        (total, tasks)
+    }
 }
 
 /// Segments and snowflakes through a proxy that stops passing bytes for 2 s.
@@ -450,38 +619,70 @@ fn render(
     out.push_str(START);
     out.push_str("\n## Client buffers: callers kept off the server\n\n");
     out.push_str(&format!(
-        "`{command}` (writes this section). Each case: a fresh client connected through a TCP \
-         proxy that holds every chunk of bytes for half the round trip each way (its own \
-         thread and runtime), a fresh `SegmentBuffer` or `SnowflakeCache` with default \
-         options, tasks on a 2-worker multi-thread runtime; 1 s of warm-up, then the \
-         measurement. *Waits/s* are calls that found nothing at hand and waited for a fetch \
-         (`wait_stats()`, counted on the slow path), per second after the warm-up; *worst* \
-         is the longest of those. *RTT* is the median PING through the proxy (the timer \
-         rounds each way up to whole milliseconds). Staleness: now minus the time in the \
-         ID, when handed out (p50 / p99 / max ms), after the warm-up. *Thrown away*: IDs a \
-         cache discarded rather than hand out too old, during the warm-up / after it (the \
-         warm-up's are the surplus of batches that grew while callers waited). Duplicates \
-         are checked on every value of \
-         the paced cases and every snowflake (full-speed segment cases hand out too many to \
-         keep; their uniqueness is tested in `tests/tests/buffers.rs`).\n\n"
+        "`{command}` (writes this section; about 5 minutes). Each case: a fresh client \
+         connected through a TCP proxy that holds every chunk of bytes for half the round \
+         trip each way (its own thread and runtime), a fresh `SegmentBuffer` (default \
+         options but ranges sized to last {range_s} s instead of 10 s, so that a window \
+         crosses several range switches) or `SnowflakeCache` (default options), tasks on a \
+         2-worker multi-thread runtime; 1 s of warm-up, then a window of at least {min_s} s \
+         that, for segments, lasts until {fetches} ranges were fetched in it (each fetch \
+         starts once the range before it is installed: at least {switches} range switches; \
+         at most {max_s} s). *Window* is its length and the ranges (segments) or batches \
+         (snowflakes) fetched in it. Per task: its *share* of the window's values as a \
+         multiple of a fair share (lowest–highest task; 1 task: 1.00); its *longest gap* \
+         between two values (the worst task; paced tasks' gaps include their pacing, \
+         tasks/rate); and *slow calls*, calls that took longer than the round trip plus \
+         1 ms whatever the cause — a wait for a fetch, or a task woken but not run — in \
+         all (tasks with any). Full-speed tasks read the clock every {clock} values, so \
+         their gaps and slow calls are intervals between two reads. *CPU wait*: how long \
+         the runtime's {workers} worker threads waited, runnable, for a CPU during the \
+         window (the kernel's `run_delay`), as a share of their time: on a shared machine, \
+         gaps the runtime did not make. *Waits/s* are calls \
+         that found nothing at hand and waited for a fetch (`wait_stats()`, counted on the \
+         slow path), per second of the window; *worst* is the longest of those. *RTT* is \
+         the median PING through the proxy (the timer rounds each way up to whole \
+         milliseconds). Staleness: now minus the time in the ID, when handed out (p50 / \
+         p99 / max ms), in the window. *Thrown away*: IDs a cache discarded rather than \
+         hand out too old, during the warm-up / in the window (the warm-up's are the \
+         surplus of batches that grew while callers waited). Duplicates are checked on \
+         every value of the paced cases and every snowflake (full-speed segment cases hand \
+         out too many to keep; their uniqueness is tested in `tests/tests/buffers.rs`).\n\n",
+        range_s = RANGE_DURATION.as_secs(),
+        min_s = MIN_WINDOW.as_secs(),
+        fetches = FETCHES_IN_WINDOW,
+        switches = FETCHES_IN_WINDOW - 1,
+        max_s = MAX_WINDOW.as_secs(),
+        clock = CLOCK_EVERY,
+        workers = WORKERS,
     ));
     out.push_str(
-        "| buffer | load | tasks | RTT (ms) | values/s | waits/s | worst wait (ms) | \
-         staleness p50/p99/max (ms) | thrown away (warm-up / after) | errors | duplicates |\n\
-         |---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|\n",
+        "| buffer | load | tasks | RTT (ms) | window (s) / fetched | values/s | share (× fair) | \
+         longest gap (ms) | slow calls (tasks) | CPU wait | waits/s | worst wait (ms) | \
+         staleness p50/p99/max (ms) | thrown away (warm-up / window) | errors | duplicates |\n\
+         |---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|\n",
     );
     for row in rows {
         let staleness = row.staleness.map_or("—".into(), |(p50, p99, max)| {
             format!("{p50:.0} / {p99:.0} / {max:.0}")
         });
+        let (low, high) = row.shares();
+        let (slow, slow_tasks) = row.slow_calls();
         out.push_str(&format!(
-            "| {:?} | {} | {} | {} ({}) | {} | {:.1} | {} | {} | {} | {} | {} |\n",
+            "| {:?} | {} | {} | {} ({}) | {:.1} / {} | {} | {:.2}–{:.2} | {} | {} ({}) | {:.0} % | {:.1} | {} | {} | {} | {} | {} |\n",
             row.buffer,
             row.load.describe(),
             row.tasks,
             row.rtt_ms,
             ms(row.measured_rtt),
+            row.window.as_secs_f64(),
+            row.fetches,
             grouped(row.values_per_s),
+            low,
+            high,
+            ms(row.longest_gap()),
+            slow,
+            slow_tasks,
+            100.0 * row.cpu_wait.as_secs_f64() / (row.window.as_secs_f64() * WORKERS as f64),
             row.waits_per_s,
             if row.worst_wait.is_zero() {
                 "—".into()
@@ -577,23 +778,33 @@ pub async fn run_local_only(quick: bool) {
     );
 }
 
-pub async fn run(quick: bool, report: &std::path::Path) {
+/// Which cases `run` measures: every round trip and task count, unless narrowed.
+pub struct Cases {
+    pub quick: bool,
+    /// Round trips (ms) to measure, if not all.
+    pub rtts: Option<Vec<u64>>,
+    /// Task counts to measure, if not all.
+    pub tasks: Option<Vec<u32>>,
+}
+
+impl Cases {
+    /// A run that measures only part of the table: printed, not written.
+    fn subset(&self) -> bool {
+        self.quick || self.rtts.is_some() || self.tasks.is_some()
+    }
+}
+
+pub async fn run(cases: &Cases, report: &std::path::Path) {
+    let quick = cases.quick;
     let server = Server::start(&MODULE_ARGS);
-    let (rtts, task_counts, warm_up, measure): (&[u64], &[u32], _, _) = if quick {
-        (
-            &[5, 50],
-            &[1, 16],
-            Duration::from_secs(1),
-            Duration::from_secs(1),
-        )
+    let (default_rtts, default_tasks): (&[u64], &[u32]) = if quick {
+        (&[5], &[1, 4])
     } else {
-        (
-            &[1, 5, 25, 50],
-            &[1, 4, 16],
-            Duration::from_secs(1),
-            Duration::from_secs(3),
-        )
+        (&[1, 5, 25], &[1, 4, 16])
     };
+    let rtts = cases.rtts.as_deref().unwrap_or(default_rtts);
+    let task_counts = cases.tasks.as_deref().unwrap_or(default_tasks);
+    let warm_up = Duration::from_secs(1);
     let mut rows = Vec::new();
     for &rtt in rtts {
         for &tasks in task_counts {
@@ -601,10 +812,11 @@ pub async fn run(quick: bool, report: &std::path::Path) {
                 (Buffer::Segments, Load::Paced(50_000.0)),
                 (Buffer::Segments, Load::Full(None)),
                 (Buffer::Segments, Load::Full(Some(1024))),
+                (Buffer::Segments, Load::FullLocal),
                 (Buffer::Snowflakes, Load::Paced(1_000.0)),
                 (Buffer::Snowflakes, Load::Paced(50_000.0)),
             ] {
-                rows.push(run_case(&server, buffer, tasks, load, rtt, warm_up, measure).await);
+                rows.push(run_case(&server, buffer, tasks, load, rtt, warm_up).await);
             }
         }
     }
@@ -623,16 +835,15 @@ pub async fn run(quick: bool, report: &std::path::Path) {
         row.print();
         local.push(row);
     }
-    let command = if quick {
-        "cargo run --release -p idgen-bench -- buffers --quick"
-    } else {
-        "cargo run --release -p idgen-bench -- buffers"
-    };
+    let command = format!(
+        "cargo run --release -p idgen-bench -- {}",
+        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+    );
     let sync = sync_path(&client, per_task_total, rounds).await;
     eprintln!("try_next: {:.0} vs {:.0}", sync.0, sync.1);
-    let section = render(&rows, &freeze, &local, sync, command);
+    let section = render(&rows, &freeze, &local, sync, &command);
     print!("{section}");
-    if !quick {
+    if !cases.subset() {
         let text = std::fs::read_to_string(report).unwrap_or_default();
         std::fs::write(report, splice(&text, &section)).expect("write BENCHMARKS.md");
         eprintln!("wrote the buffers section of {}", report.display());

@@ -1,8 +1,9 @@
 //! Side-by-side benchmarks of redis-idgen, written to BENCHMARKS.md and bench/throughput.svg.
 //!
 //! `cargo run --release -p idgen-bench -- [--quick] [--rounds N] [--floor-only]`, or
-//! `cargo run --release -p idgen-bench -- buffers [--quick]` for the client buffers alone
-//! (scripts/bench.sh builds the module first). `--quick` runs a small version for a smoke
+//! `cargo run --release -p idgen-bench -- buffers [--quick] [--rtts 5,25] [--tasks 4,16]
+//! [--local-only]` for the client buffers alone, on a 2-worker runtime (scripts/bench.sh
+//! builds the module first). `--quick` runs a small version for a smoke
 //! test; `--floor-only` only compares idgen's commands with the C floor on every server and
 //! prints the ratios (`IDGEN_MODULE=path/to/libidgen.so` compares another build:
 //! `scripts/bench.sh --floor-only`).
@@ -64,9 +65,34 @@ fn machine() -> String {
     )
 }
 
-#[tokio::main(flavor = "multi_thread")]
-async fn main() {
+fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if args.get(1).is_some_and(|a| a == "buffers") {
+        // The buffers' cases are stated for two workers, whatever the machine.
+        runtime
+            .worker_threads(buffers::WORKERS)
+            .thread_name(buffers::WORKER_NAME);
+    }
+    runtime.enable_all().build().unwrap().block_on(run(args));
+}
+
+/// The comma-separated list after `flag`, if given.
+fn list<T: std::str::FromStr>(args: &[String], flag: &str) -> Option<Vec<T>> {
+    let i = args.iter().position(|a| a == flag)?;
+    let items = args.get(i + 1).map(|list| {
+        list.split(',')
+            .map(|item| item.trim().parse().ok())
+            .collect::<Option<Vec<T>>>()
+    });
+    Some(
+        items
+            .flatten()
+            .unwrap_or_else(|| panic!("{flag} takes a comma-separated list of numbers")),
+    )
+}
+
+async fn run(args: Vec<String>) {
     let quick = args.iter().any(|a| a == "--quick");
     let rounds = args
         .iter()
@@ -82,7 +108,12 @@ async fn main() {
         if args.iter().any(|a| a == "--local-only") {
             buffers::run_local_only(quick).await;
         } else {
-            buffers::run(quick, &root.join("BENCHMARKS.md")).await;
+            let cases = buffers::Cases {
+                quick,
+                rtts: list(&args, "--rtts"),
+                tasks: list(&args, "--tasks"),
+            };
+            buffers::run(&cases, &root.join("BENCHMARKS.md")).await;
         }
         return;
     }

@@ -35,8 +35,8 @@ struct State {
 #[derive(Debug, Default)]
 pub(crate) struct FetchFlight {
     state: Mutex<State>,
-    /// `state.running.is_some()`, written under the lock, read without it: the callers'
-    /// fast path asks it (see `SegmentBuffer::next`).
+    /// `state.running.is_some()`, written under the lock, read without it (the snowflake
+    /// cache asks it on every take, under its own lock).
     under_way: AtomicBool,
     landed: Notify,
 }

@@ -48,8 +48,9 @@
 //!
 //! Local buffers: a [`SegmentBuffer`] hands out values with one atomic add and a
 //! [`SnowflakeCache`] IDs under one lock, each fetching ahead in the background from the
-//! measured rate and round trip, and taking part in tokio's cooperative budget so that a
-//! caller that never yields still lets the fetch run. What a caller can rely on — uniqueness,
+//! measured rate and round trip, and taking part in tokio's cooperative budget (as a
+//! channel's ready message does) so that a caller that never yields still lets the fetch
+//! and the other tasks on its worker run — other callers of the same buffer included. What a caller can rely on — uniqueness,
 //! order (a cache's IDs strictly increase across all its callers), staleness (a cached ID is
 //! at most `max_age` old, usually about two round trips), and how long a call may wait — is
 //! stated on each type; [`SegmentBuffer::wait_stats`] counts the calls that waited.

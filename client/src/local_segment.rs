@@ -11,7 +11,9 @@
 //!   that takes a few values holds back few (values still in a block when the handle is
 //!   dropped are skipped, never handed out to anyone).
 //! - Everything else is the shared buffer's: prefetch, range switches, waits, errors, and
-//!   the cooperative budget (taken at a refill while a fetch is under way).
+//!   the cooperative budget: a refill whose block holds one of the range's checkpoints (one
+//!   index in `VALUES_PER_UNIT`) takes a unit, so a handle takes as many units per value as
+//!   `SegmentBuffer::next` does, and a task looping on it lets its siblings run as often.
 
 use crate::error::Result;
 use crate::range_slots::{Block, Epoch};
@@ -57,8 +59,9 @@ impl SegmentBuffer {
 
 impl LocalSegmentBuffer {
     /// The next value. Waits for the server only when the shared buffer has no range at
-    /// hand; otherwise ready at once, except at a refill while a fetch is under way (then
-    /// it may yield once, keeping its value, so that the runtime runs the fetch), as
+    /// hand; otherwise ready at once, except at a refill once the task has used up its
+    /// cooperative budget (then it yields once, keeping its value, so that the runtime runs
+    /// the other tasks queued on its worker), at the same rate per value as
     /// [`SegmentBuffer::next`]. A future dropped without being awaited skips its value.
     #[inline(always)]
     #[allow(clippy::should_implement_trait)] // a future, as `SegmentBuffer::next`, not an item

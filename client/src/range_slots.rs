@@ -80,8 +80,13 @@ pub(crate) struct Block {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum TakenBlock {
     /// Values no other caller gets (at least one, at most the number asked for);
-    /// `prefetch_due` is true for exactly one taker per range.
-    Values { block: Block, prefetch_due: bool },
+    /// `prefetch_due` is true for exactly one taker per range; `checkpoint` when the block
+    /// holds an index that is a multiple of [`VALUES_PER_UNIT`] (see [`Taken::Value`]).
+    Values {
+        block: Block,
+        prefetch_due: bool,
+        checkpoint: bool,
+    },
     /// The range of this epoch is used up.
     Exhausted(Epoch),
 }
@@ -173,6 +178,8 @@ impl RangeSlots {
                 return TakenBlock::Exhausted(epoch);
             }
             let count = wanted.min(range.count - index);
+            // The first checkpoint at or after `index`.
+            let next_checkpoint = (index + VALUES_PER_UNIT - 1) & !(VALUES_PER_UNIT - 1);
             return TakenBlock::Values {
                 block: Block {
                     first: range.first + index as i64 * range.step,
@@ -180,6 +187,7 @@ impl RangeSlots {
                     count,
                 },
                 prefetch_due: (index..index + count).contains(&range.prefetch_at),
+                checkpoint: next_checkpoint < index + count,
             };
         }
     }
@@ -281,15 +289,19 @@ mod tests {
         assert_eq!(slots.take(), value(100, true, true));
     }
 
+    /// [`VALUES_PER_UNIT`], as a value and as an index.
+    const N: u64 = VALUES_PER_UNIT;
+    const N_VALUE: i64 = VALUES_PER_UNIT as i64;
+
     #[test]
     fn the_one_caller_told_to_prefetch_takes_the_checkpoint_at_or_before_the_prefetch_index() {
         let slots = RangeSlots::new();
         let asked = RangeSpec {
-            prefetch_at: 35,
-            ..range(0, 1, 70)
+            prefetch_at: 2 * N + 3,
+            ..range(0, 1, 3 * N)
         };
-        slots.install(asked); // prefetch index 35: moved down to the checkpoint at 32
-        let due: Vec<i64> = (0..70)
+        slots.install(asked); // moved down to the checkpoint at 2N
+        let due: Vec<i64> = (0..3 * N)
             .filter_map(|_| match slots.take() {
                 Taken::Value {
                     value,
@@ -299,35 +311,47 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(due, [32]);
+        assert_eq!(due, [2 * N_VALUE]);
     }
 
     #[test]
-    fn blocks_and_single_values_share_the_range_and_one_of_them_is_told_to_prefetch() {
+    fn blocks_and_single_values_share_the_range_and_its_prefetch_index_and_checkpoints() {
         let slots = RangeSlots::new();
-        slots.install(range(100, 2, 40)); // prefetch index 16
-        let block = |first, count, prefetch_due| TakenBlock::Values {
+        slots.install(RangeSpec {
+            prefetch_at: N,
+            ..range(100, 2, 3 * N)
+        });
+        let block = |index: u64, count, prefetch_due, checkpoint| TakenBlock::Values {
             block: Block {
-                first,
+                first: 100 + 2 * index as i64,
                 step: 2,
                 count,
             },
             prefetch_due,
+            checkpoint,
         };
-        assert_eq!(slots.take_block(10), block(100, 10, false)); // indexes 0..10
-        assert!(matches!(slots.take(), Taken::Value { value: 120, .. })); // index 10
-        assert_eq!(slots.take_block(10), block(122, 10, true)); // 11..21 holds 16
-        assert_eq!(slots.take_block(10), block(142, 10, false)); // 21..31
-        assert_eq!(slots.take_block(10), block(162, 9, false)); // 31..40: the rest
+        assert_eq!(slots.take_block(N - 5), block(0, N - 5, false, true)); // holds 0
+        let value = 100 + 2 * (N_VALUE - 5);
+        assert!(
+            matches!(slots.take(), Taken::Value { value: v, checkpoint: false, .. } if v == value)
+        );
+        // N-4..N+6 holds the prefetch index N, a checkpoint.
+        assert_eq!(slots.take_block(10), block(N - 4, 10, true, true));
+        assert_eq!(slots.take_block(N), block(N + 6, N, false, true)); // holds 2N
+        assert_eq!(
+            slots.take_block(N - 10),
+            block(2 * N + 6, N - 10, false, false)
+        );
+        assert_eq!(slots.take_block(10), block(3 * N - 4, 4, false, false)); // the rest
         assert_eq!(slots.take_block(10), TakenBlock::Exhausted(1));
         assert_eq!(slots.take(), Taken::Exhausted(1));
     }
 
     #[test]
-    fn one_value_in_sixteen_is_a_checkpoint() {
+    fn one_value_in_values_per_unit_is_a_checkpoint() {
         let slots = RangeSlots::new();
-        slots.install(range(0, 1, 40));
-        let checkpoints: Vec<i64> = (0..40)
+        slots.install(range(0, 1, 2 * N + 10));
+        let checkpoints: Vec<i64> = (0..2 * N + 10)
             .filter_map(|_| match slots.take() {
                 Taken::Value {
                     value,
@@ -337,7 +361,7 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(checkpoints, [0, 16, 32]);
+        assert_eq!(checkpoints, [0, N_VALUE, 2 * N_VALUE]);
     }
 
     #[test]

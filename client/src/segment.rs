@@ -4,10 +4,10 @@
 //! - Fast path, lock-free: taking a value is one atomic `fetch_add` on a cursor plus a few
 //!   plain loads (see `range_slots.rs`); no value goes to two callers (a caller that loses
 //!   a race with a range switch skips a value rather than share one).
-//! - Cooperative while it matters: while a fetch is under way, one value in 16 takes a unit
-//!   of tokio's task budget, so a caller that never yields still lets the runtime run the
-//!   background fetch (`cooperate.rs`). The rest of the time a value is as ready as
-//!   `std::future::ready`, and costs no more.
+//! - Cooperative: one value in [`VALUES_PER_UNIT`](crate::cooperate::VALUES_PER_UNIT) takes
+//!   a unit of tokio's task budget, as a channel's ready message does, so that a caller that
+//!   never yields still gives its worker back now and then: to the other callers queued
+//!   on it, and to the background fetch (`cooperate.rs`).
 //! - Double buffer, timed and sized from measurements (`fetch_plan.rs`): the next range is
 //!   fetched in the background once the values left would last less than four round trips
 //!   (and at the latest at `prefetch_after`), and is sized to last `target_duration` at the
@@ -66,8 +66,9 @@ pub struct NextValue<'a> {
 enum NextState<'a> {
     /// The value taken when `next` was called.
     Taken(i64),
-    /// The value taken when `next` was called, at a checkpoint while a fetch is under way:
-    /// handed out once the task has taken a unit of its cooperative budget.
+    /// The value taken when `next` was called, at a checkpoint (one value in
+    /// `VALUES_PER_UNIT`): handed out once the task has taken a unit of its cooperative
+    /// budget.
     TakenAtCheckpoint(i64),
     /// The range was used up: the slow path starts at the first poll.
     Exhausted(&'a SegmentBuffer, Epoch),
@@ -127,8 +128,8 @@ impl<'a> NextValue<'a> {
     fn poll_slow(&mut self, cx: &mut Context<'_>) -> Poll<Result<i64>> {
         if let NextState::TakenAtCheckpoint(value) = self.state {
             if poll_budget(cx).is_pending() {
-                // The task used up its budget: give the worker back (so that it runs the
-                // fetch); the value stays ours.
+                // The task used up its budget: give the worker back (to the tasks queued on
+                // it, the fetch among them); the value stays ours.
                 return Poll::Pending;
             }
             self.state = NextState::Finished;
@@ -206,9 +207,14 @@ impl SegmentBuffer {
     /// The next value. Waits for the server only when no range is at hand.
     ///
     /// The value is taken when `next` is called; the returned future is ready at once unless
-    /// the range was used up, or the task has used up its cooperative budget (then it yields
-    /// once, keeping its value, so that the runtime can run the background fetch). A future
-    /// dropped without being awaited skips its value (no other caller gets it).
+    /// the range was used up, or the task has used up its cooperative budget: one value in
+    /// 256 takes a unit of it, and a task that has taken 128 units since it last yielded
+    /// yields once, keeping its value, so that the runtime runs the other tasks queued on
+    /// its worker (other callers of this buffer, the background fetch). A loop on `next`
+    /// therefore lets its siblings run every 32,768 values: about 0.1 ms for a task alone,
+    /// a few milliseconds while tasks on two workers contend for the buffer (each value is
+    /// then a cache miss). A future dropped without being awaited skips its value (no other
+    /// caller gets it).
     #[inline(always)]
     pub fn next(&self) -> NextValue<'_> {
         NextValue {
@@ -240,24 +246,27 @@ impl SegmentBuffer {
 
     /// Up to `wanted` values of the current range, taken with one atomic add (see
     /// `LocalSegmentBuffer`), and whether the caller takes a unit of the cooperative budget
-    /// before using them; or the epoch of the used-up range.
+    /// before using them (the block holds a checkpoint); or the epoch of the used-up range.
     pub(crate) fn take_block(&self, wanted: u64) -> std::result::Result<(Block, bool), Epoch> {
         match self.shared.current.take_block(wanted) {
             TakenBlock::Values {
                 block,
                 prefetch_due,
+                checkpoint,
             } => {
                 if prefetch_due {
                     self.prefetch();
                 }
-                Ok((block, self.shared.flight.is_running()))
+                Ok((block, checkpoint))
             }
             TakenBlock::Exhausted(epoch) => Err(epoch),
         }
     }
 
     /// A value of the current range and whether its caller takes a unit of the cooperative
-    /// budget before using it, or the epoch of the used-up range.
+    /// budget before using it (one value in
+    /// [`VALUES_PER_UNIT`](crate::cooperate::VALUES_PER_UNIT), a checkpoint), or the epoch
+    /// of the used-up range.
     #[inline(always)]
     fn take(&self) -> std::result::Result<(i64, bool), Epoch> {
         match self.shared.current.take() {
@@ -265,27 +274,20 @@ impl SegmentBuffer {
                 value,
                 prefetch_due,
                 checkpoint,
-            } => Ok((value, checkpoint && self.at_checkpoint(prefetch_due))),
+            } => {
+                if prefetch_due {
+                    self.prefetch();
+                }
+                Ok((value, checkpoint))
+            }
             Taken::Exhausted(epoch) => Err(epoch),
         }
     }
 
-    /// One value in [`VALUES_PER_UNIT`](crate::cooperate::VALUES_PER_UNIT): starts the
-    /// prefetch if this is its index, and says whether the caller takes a unit of the
-    /// budget. Only while a fetch is under way: that is when a caller that never yields
-    /// would hold it back (the fetch's task waits for the caller's worker). Otherwise the
-    /// value is as ready as `std::future::ready`, and costs no more. Out of line, so that
-    /// the fast path stays one atomic add and a test.
+    /// Starts fetching the next range unless one is at hand or under way. Once per range:
+    /// out of line, so that the fast path stays one atomic add and a test or two.
     #[cold]
     #[inline(never)]
-    fn at_checkpoint(&self, prefetch_due: bool) -> bool {
-        if prefetch_due {
-            self.prefetch();
-        }
-        self.shared.flight.is_running()
-    }
-
-    /// Starts fetching the next range unless one is at hand or under way.
     fn prefetch(&self) {
         let shared = &self.shared;
         let mut reserve = shared.lock();
@@ -411,4 +413,4 @@ impl Shared {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -217,8 +217,9 @@ impl SnowflakeCache {
     }
 
     /// The next ID: from the cache when it has a fresh one, else after the fetch under way
-    /// (or one started now) lands. Takes a unit of the task's cooperative budget, so that a
-    /// loop over a full cache still lets the runtime run the refill.
+    /// (or one started now) lands. Takes a unit of the task's cooperative budget on every
+    /// call, so that a loop over a full cache still lets the runtime run the refill and the
+    /// other tasks on its worker (a call takes a lock, so one unit per ID costs little).
     pub async fn next(&self) -> Result<i64> {
         tokio::task::consume_budget().await;
         let shared = &self.shared;

@@ -141,3 +141,12 @@ async fn handles_and_shared_callers_never_get_the_same_value() {
     assert_eq!(seen.len(), 4 * PER_TASK);
     assert!(ranges_fetched(&source) >= 200);
 }
+
+/// Four tasks that never yield on their own, each with its own handle on one buffer, on
+/// two workers: each keeps getting values throughout, across range switches (see the
+/// buffer's test of the same name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_busy_handles_on_two_workers_all_get_values_throughout() {
+    use crate::segment::tests::{assert_all_served, busy_callers};
+    assert_all_served(busy_callers(true).await);
+}

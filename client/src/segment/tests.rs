@@ -108,12 +108,12 @@ async fn the_next_fetch_starts_four_round_trips_before_the_range_runs_out() {
     assert_eq!(sizes_now.len(), 2);
     let second = sizes_now[1];
     assert!((4_000..=4_200).contains(&second), "{second}");
-    // Take the second range up to its prefetch point, short of it by more than the 15
-    // values by which it moves down to a checkpoint.
+    // Take the second range up to its prefetch point, short of it by more than the 255
+    // values by which it moves down to a checkpoint (one value in VALUES_PER_UNIT).
     let lead_values = 2_050;
-    let (_, waits) = take_paced(&buffer, second as usize - lead_values - 30, every).await;
+    let (_, waits) = take_paced(&buffer, second as usize - lead_values - 300, every).await;
     assert_eq!((waits, sizes(&source).len()), (0, 2), "not yet");
-    let (_, waits) = take_paced(&buffer, 60, every).await;
+    let (_, waits) = take_paced(&buffer, 340, every).await;
     assert_eq!(
         (waits, sizes(&source).len()),
         (0, 3),
@@ -230,4 +230,126 @@ async fn callers_that_never_yield_still_let_the_prefetch_run_on_a_multi_thread_r
             "the second range was fetched meanwhile"
         );
     }
+}
+
+/// The round trip of the source in [`busy_callers`].
+const BUSY_ROUND_TRIP: Duration = Duration::from_millis(10);
+
+/// One run of [`busy_callers`] at a time: two at once would put four busy worker threads
+/// on what may be two cores.
+static BUSY_RUNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// What one task of [`busy_callers`] lived through in the window.
+#[derive(Debug)]
+pub(crate) struct BusyTask {
+    /// Values it took in the window.
+    taken: u64,
+    /// Its longest gap between two values, counted in the values the other tasks took (or
+    /// skipped) meanwhile: the source hands out 1, 2, 3… in order, so this is the distance
+    /// between the two values. A gap that began during the warm-up, or that ends only after
+    /// the window, counts whole.
+    gap_in_values: u64,
+    /// The same gap in time, for the message only: a loaded machine that stops the whole
+    /// process stops every task at once, and the values count that as no gap.
+    gap: Duration,
+}
+
+/// Four tasks on the test's runtime take values from one buffer in loops that never yield
+/// on their own (`local`: each through its own `buffer.local()` handle), with a source
+/// that takes [`BUSY_ROUND_TRIP`] and ranges sized to last 1 s, through three range
+/// switches after a warm-up (the first two ranges). Returns what each task lived through
+/// and the smallest range fetched after the warm-up.
+pub(crate) async fn busy_callers(local: bool) -> (Vec<BusyTask>, u64) {
+    use std::sync::atomic::AtomicBool;
+    const TASKS: usize = 4;
+    let _one_at_a_time = BUSY_RUNS.lock().await;
+    let source = Arc::new(CountingSource::with_round_trip(BUSY_ROUND_TRIP));
+    let options = SegmentOptions::default().target_duration(Duration::from_secs(1));
+    let buffer = buffer_with(&source, options);
+    let measuring = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|_| {
+            let (buffer, measuring, stop) = (buffer.clone(), measuring.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut handle = buffer.local();
+                let mut task = BusyTask {
+                    taken: 0,
+                    gap_in_values: 0,
+                    gap: Duration::ZERO,
+                };
+                let (mut last, mut last_at) = (0, std::time::Instant::now());
+                let mut was_measuring = false;
+                loop {
+                    let value = if local {
+                        handle.next().await
+                    } else {
+                        buffer.next().await
+                    };
+                    let value = value.unwrap();
+                    let now = std::time::Instant::now();
+                    let measuring = measuring.load(Ordering::Relaxed);
+                    if measuring || was_measuring {
+                        task.gap_in_values = task.gap_in_values.max((value - last) as u64);
+                        task.gap = task.gap.max(now - last_at);
+                    }
+                    task.taken += u64::from(measuring);
+                    (last, last_at, was_measuring) = (value, now, measuring);
+                    if stop.load(Ordering::Relaxed) {
+                        return task;
+                    }
+                }
+            })
+        })
+        .collect();
+    // The window: from the third range asked for (the second, sized from a measured rate,
+    // is in use) to the sixth (ranges 3, 4 and 5 were installed meanwhile).
+    let asked_for = |n: usize| {
+        let source = &source;
+        async move {
+            while sizes(source).len() < n {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+    };
+    asked_for(3).await;
+    measuring.store(true, Ordering::Relaxed);
+    asked_for(6).await;
+    measuring.store(false, Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed);
+    let mut out = Vec::new();
+    for task in tasks {
+        out.push(task.await.unwrap());
+    }
+    let sizes = sizes(&source);
+    eprintln!("range sizes {sizes:?}; per task: {out:?}");
+    (out, sizes[2..].iter().copied().min().unwrap())
+}
+
+/// Every task of a [`busy_callers`] run got values throughout: none went a quarter of a
+/// range without one. At the rate ranges are sized for, that is 250 ms, 25 round trips:
+/// generous for a turn of the other tasks on its worker (about a millisecond) and for a
+/// worker thread the system sets aside while the other runs; far below what a caller left
+/// out by its siblings missed, a whole range (the rest of one once its successor was
+/// fetched, and the start of the next, until the fetch after).
+pub(crate) fn assert_all_served((tasks, smallest_range): (Vec<BusyTask>, u64)) {
+    for (n, task) in tasks.iter().enumerate() {
+        assert!(task.taken > 0, "task {n} got no value in the window");
+        assert!(
+            task.gap_in_values <= smallest_range / 4,
+            "task {n} went {} values ({:?}) without one, ranges of {smallest_range} or more",
+            task.gap_in_values,
+            task.gap
+        );
+    }
+}
+
+/// Four tasks that never yield on their own share a buffer on two workers: each keeps
+/// getting values throughout, across range switches. Before the buffer took its budget
+/// on every value path (not only while a fetch was under way), two of the four stopped for
+/// the rest of each range once its fetch landed: woken, but never run, as the two on the
+/// workers no longer yielded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_busy_callers_on_two_workers_all_get_values_throughout() {
+    assert_all_served(busy_callers(false).await);
 }
