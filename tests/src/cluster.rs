@@ -133,6 +133,24 @@ impl Cluster {
         cluster
     }
 
+    /// The slot of `key`, as the cluster computes it.
+    pub fn slot_of(&self, key: &str) -> u16 {
+        redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(&mut self.node_conn(self.ports()[0]))
+            .unwrap()
+    }
+
+    /// The master serving `slot` now.
+    pub fn owner(&self, slot: u16) -> NodeInfo {
+        self.nodes()
+            .into_iter()
+            .filter(|node| node.master)
+            .find(|node| node.owns_slot(slot))
+            .expect("an owner for the slot")
+    }
+
     /// Ports of all nodes.
     pub fn ports(&self) -> Vec<u16> {
         (self.base_port..self.base_port + NODES).collect()

@@ -134,25 +134,6 @@ async fn cluster_client(cluster: &Cluster) -> Client {
         .expect("cluster client")
 }
 
-fn slot_of(cluster: &Cluster, key: &str) -> u16 {
-    let port = cluster.ports()[0];
-    cmd("CLUSTER")
-        .arg("KEYSLOT")
-        .arg(key)
-        .query(&mut cluster.node_conn(port))
-        .unwrap()
-}
-
-/// The master serving `slot` now.
-fn owner(cluster: &Cluster, slot: u16) -> NodeInfo {
-    cluster
-        .nodes()
-        .into_iter()
-        .filter(|node| node.master)
-        .find(|node| node.owns_slot(slot))
-        .expect("an owner for the slot")
-}
-
 fn offset_of(cluster: &Cluster, port: u16) -> u64 {
     let reply: Vec<String> = cmd("CONFIG")
         .arg("GET")
@@ -271,13 +252,13 @@ async fn routing_resharding_and_a_coordinated_failover_under_load() {
         "{error}"
     );
     // For a transaction, take two keys this node serves, in different slots.
-    let here = owner(&cluster, slot_of(&cluster, "a"));
+    let here = cluster.owner(cluster.slot_of("a"));
     let mut conn = cluster.node_conn(here.port);
     let second = (0..)
         .map(|i| format!("k{i}"))
         .find(|key| {
-            let slot = slot_of(&cluster, key);
-            slot != slot_of(&cluster, "a") && owner(&cluster, slot).id == here.id
+            let slot = cluster.slot_of(key);
+            slot != cluster.slot_of("a") && cluster.owner(slot).id == here.id
         })
         .unwrap();
     let _: () = cmd("MULTI").query(&mut conn).unwrap();
@@ -297,10 +278,10 @@ async fn routing_resharding_and_a_coordinated_failover_under_load() {
     );
 
     // Resharding the busy key's slot while IDs are issued.
-    let slot = slot_of(&cluster, "busy");
+    let slot = cluster.slot_of("busy");
     let load = Load::start(&client);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let from = owner(&cluster, slot);
+    let from = cluster.owner(slot);
     let to = cluster
         .nodes()
         .into_iter()
@@ -311,7 +292,7 @@ async fn routing_resharding_and_a_coordinated_failover_under_load() {
     load.until_busy_issued_by(&client, offset_of(&cluster, to.port))
         .await;
     let seen = load.finish().await;
-    assert_eq!(owner(&cluster, slot).id, to.id);
+    assert_eq!(cluster.owner(slot).id, to.id);
     assert_strictly_increasing(&seen.busy);
     let last = *seen.busy.last().unwrap();
     assert_eq!(
@@ -325,7 +306,7 @@ async fn routing_resharding_and_a_coordinated_failover_under_load() {
     // A coordinated failover of the master that now serves the busy key.
     let load = Load::start(&client);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let master = owner(&cluster, slot);
+    let master = cluster.owner(slot);
     let replica = cluster.replica_of(&master.id);
     let _: () = cmd("CLUSTER")
         .arg("FAILOVER")
@@ -333,7 +314,7 @@ async fn routing_resharding_and_a_coordinated_failover_under_load() {
         .unwrap();
     tokio::task::block_in_place(|| {
         wait_until("the replica is master", Duration::from_secs(20), || {
-            owner(&cluster, slot).id == replica.id
+            cluster.owner(slot).id == replica.id
         })
     });
     load.until_busy_issued_by(&client, offset_of(&cluster, replica.port))
@@ -354,10 +335,10 @@ async fn routing_resharding_and_a_coordinated_failover_under_load() {
 async fn a_master_killed_under_load_is_replaced_without_duplicates() {
     let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
     let client = cluster_client(&cluster).await;
-    let slot = slot_of(&cluster, "busy");
+    let slot = cluster.slot_of("busy");
     let load = Load::start(&client);
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let master = owner(&cluster, slot);
+    let master = cluster.owner(slot);
     let replica = cluster.replica_of(&master.id);
     cluster.kill(master.port);
     tokio::task::block_in_place(|| {
@@ -400,7 +381,7 @@ fn has_atomic_slot_migration(conn: &mut redis::Connection) -> bool {
 /// Moves `slot` to `to` with `CLUSTER MIGRATESLOTS` (sent to its owner) and waits until
 /// the cluster sees `to` own it.
 fn migrate_slot_atomically(cluster: &Cluster, slot: u16, to: &NodeInfo) {
-    let from = owner(cluster, slot);
+    let from = cluster.owner(slot);
     let _: () = cmd("CLUSTER")
         .arg("MIGRATESLOTS")
         .arg("SLOTSRANGE")
@@ -418,7 +399,7 @@ fn migrate_slot_atomically(cluster: &Cluster, slot: u16, to: &NodeInfo) {
                 cmd("CLUSTER")
                     .arg("NODES")
                     .query::<String>(&mut cluster.node_conn(port))
-                    .is_ok_and(|_| owner(cluster, slot).id == to.id)
+                    .is_ok_and(|_| cluster.owner(slot).id == to.id)
             })
         },
     );
@@ -480,8 +461,8 @@ async fn atomic_slot_migration_moves_slots_and_back_under_load() {
         })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let slots = [slot_of(&cluster, "busy"), slot_of(&cluster, "invoice")];
-    let homes = slots.map(|slot| owner(&cluster, slot));
+    let slots = [cluster.slot_of("busy"), cluster.slot_of("invoice")];
+    let homes = slots.map(|slot| cluster.owner(slot));
     for (slot, home) in slots.iter().zip(&homes) {
         let away = cluster
             .nodes()

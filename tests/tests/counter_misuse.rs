@@ -248,3 +248,37 @@ fn a_lowered_counter_moved_to_another_database_and_back_is_still_continued_above
     assert_eq!(info(&mut conn, "segment_counters_lowered"), "3");
     assert_eq!(info(&mut conn, "segment_keys_held"), "1");
 }
+
+/// `COPY … REPLACE` and `RESTORE … REPLACE` of a lower value onto a counter the module holds
+/// are caught like a lowering `SET`: the next call continues above what was handed out.
+#[test]
+fn a_lower_value_copied_or_restored_onto_a_counter_is_continued_above() {
+    let server = Server::start(&[]);
+    let mut conn = server.conn();
+    let (_, last) = next_count(&mut conn, "inv", 5);
+    set(&mut conn, "low", 5);
+    let copied: i64 = cmd("COPY")
+        .arg("low")
+        .arg("inv")
+        .arg("REPLACE")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(copied, 1);
+    let after_copy = next(&mut conn, "inv");
+    assert!(after_copy > last, "{after_copy} repeats or precedes {last}");
+
+    let dump: Vec<u8> = cmd("DUMP").arg("low").query(&mut conn).unwrap();
+    let () = cmd("RESTORE")
+        .arg("inv")
+        .arg(0)
+        .arg(dump)
+        .arg("REPLACE")
+        .query(&mut conn)
+        .unwrap();
+    let after_restore = next(&mut conn, "inv");
+    assert!(
+        after_restore > after_copy,
+        "{after_restore} repeats or precedes {after_copy}"
+    );
+    assert_eq!(info(&mut conn, "segment_counters_lowered"), "2");
+}

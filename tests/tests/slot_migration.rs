@@ -150,29 +150,31 @@ impl Load {
     }
 }
 
+/// A cluster on a server with `CLUSTER MIGRATION`, the slot of `key`, the master serving it
+/// and another master; `None` (the caller's test passes, having said why) elsewhere.
+async fn scene(key: &str) -> Option<(Cluster, u16, NodeInfo, NodeInfo)> {
+    if !has_cluster_migration() {
+        return None;
+    }
+    let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
+    let slot = cluster.slot_of(key);
+    let home = cluster.owner(slot);
+    let away = other_master(&cluster, &home);
+    Some((cluster, slot, home, away))
+}
+
+/// The client crate issuing on `key` of `cluster` without pause, warmed up for 300 ms.
+async fn load_on(cluster: &Cluster, key: &str) -> Load {
+    let load = Load::start(&cluster_client(cluster).await, &[key.to_string()]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    load
+}
+
 async fn cluster_client(cluster: &Cluster) -> Client {
     let settings = Settings::default().failover_retry_for(Duration::from_secs(30));
     Client::connect_with(Topology::cluster(cluster.urls()).unwrap(), settings)
         .await
         .expect("cluster client")
-}
-
-fn slot_of(cluster: &Cluster, key: &str) -> u16 {
-    cmd("CLUSTER")
-        .arg("KEYSLOT")
-        .arg(key)
-        .query(&mut cluster.node_conn(cluster.ports()[0]))
-        .unwrap()
-}
-
-/// The master serving `slot` now.
-fn owner(cluster: &Cluster, slot: u16) -> NodeInfo {
-    cluster
-        .nodes()
-        .into_iter()
-        .filter(|node| node.master)
-        .find(|node| node.owns_slot(slot))
-        .expect("an owner for the slot")
 }
 
 /// Another master than `than`.
@@ -252,7 +254,7 @@ fn migrate(cluster: &Cluster, range: (u16, u16), to: &NodeInfo) {
     wait_until(
         "every node sees the new owner",
         Duration::from_secs(30),
-        || owner(cluster, range.0).id == to.id && owner(cluster, range.1).id == to.id,
+        || cluster.owner(range.0).id == to.id && cluster.owner(range.1).id == to.id,
     );
 }
 
@@ -303,9 +305,9 @@ async fn a_hot_slot_and_a_range_move_back_and_forth_under_load() {
         return;
     }
     let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
-    let hot = slot_of(&cluster, "hot");
+    let hot = cluster.slot_of("hot");
     // A 200-slot range around the hot slot, inside one master's slots.
-    let home = owner(&cluster, hot);
+    let home = cluster.owner(hot);
     let first = (hot.saturating_sub(100)..=hot)
         .find(|&slot| home.owns_slot(slot))
         .unwrap();
@@ -315,7 +317,7 @@ async fn a_hot_slot_and_a_range_move_back_and_forth_under_load() {
     keys.extend(
         (0..)
             .map(|i| format!("r{i}"))
-            .filter(|key| (range.0..=range.1).contains(&slot_of(&cluster, key)))
+            .filter(|key| (range.0..=range.1).contains(&cluster.slot_of(key)))
             .take(8),
     );
     let client = cluster_client(&cluster).await;
@@ -378,17 +380,11 @@ async fn a_hot_slot_and_a_range_move_back_and_forth_under_load() {
 /// imported, and both count the failure; a migration after it moves the slot as usual.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_migration_cancelled_half_way_leaves_the_keys_on_the_source() {
-    if !has_cluster_migration() {
+    let Some((cluster, hot, home, away)) = scene("hot").await else {
         return;
-    }
-    let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
-    let hot = slot_of(&cluster, "hot");
-    let home = owner(&cluster, hot);
-    let away = other_master(&cluster, &home);
+    };
     make_slow(&cluster, &home, "hot", 3000);
-    let client = cluster_client(&cluster).await;
-    let load = Load::start(&client, &["hot".to_string()]);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let load = load_on(&cluster, "hot").await;
 
     let c = &cluster;
     let id = tokio::task::block_in_place(|| start_import(c, &away, (hot, hot)));
@@ -411,7 +407,7 @@ async fn a_migration_cancelled_half_way_leaves_the_keys_on_the_source() {
         "canceled"
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(owner(&cluster, hot).id, home.id, "the slot stayed");
+    assert_eq!(cluster.owner(hot).id, home.id, "the slot stayed");
     wait_until(
         "the target drops what it imported",
         Duration::from_secs(20),
@@ -447,18 +443,12 @@ async fn a_migration_cancelled_half_way_leaves_the_keys_on_the_source() {
 /// slots; an import to the promoted replica afterwards completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_import_whose_target_is_killed_fails_and_the_source_keeps_issuing() {
-    if !has_cluster_migration() {
+    let Some((cluster, hot, home, away)) = scene("hot").await else {
         return;
-    }
-    let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
-    let hot = slot_of(&cluster, "hot");
-    let home = owner(&cluster, hot);
-    let away = other_master(&cluster, &home);
+    };
     let away_replica = cluster.replica_of(&away.id);
     make_slow(&cluster, &home, "hot", 3000);
-    let client = cluster_client(&cluster).await;
-    let load = Load::start(&client, &["hot".to_string()]);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let load = load_on(&cluster, "hot").await;
 
     let c = &cluster;
     let id = tokio::task::block_in_place(|| start_import(c, &away, (hot, hot)));
@@ -484,7 +474,7 @@ async fn an_import_whose_target_is_killed_fails_and_the_source_keeps_issuing() {
             },
         );
     });
-    assert_eq!(owner(&cluster, hot).id, home.id, "the slot stayed");
+    assert_eq!(cluster.owner(hot).id, home.id, "the slot stayed");
     assert!(keys_in_slot(&cluster, home.port, hot) >= 3000);
     tokio::time::sleep(Duration::from_millis(500)).await;
 
@@ -507,17 +497,11 @@ async fn an_import_whose_target_is_killed_fails_and_the_source_keeps_issuing() {
 /// the source, killed right after, takes none of the moved keys with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failover_of_the_target_and_a_killed_source_right_after_an_import() {
-    if !has_cluster_migration() {
+    let Some((cluster, hot, home, away)) = scene("hot").await else {
         return;
-    }
-    let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
-    let hot = slot_of(&cluster, "hot");
-    let home = owner(&cluster, hot);
-    let away = other_master(&cluster, &home);
+    };
     let away_replica = cluster.replica_of(&away.id);
-    let client = cluster_client(&cluster).await;
-    let load = Load::start(&client, &["hot".to_string()]);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let load = load_on(&cluster, "hot").await;
 
     let c = &cluster;
     tokio::task::block_in_place(|| {
@@ -531,7 +515,7 @@ async fn a_failover_of_the_target_and_a_killed_source_right_after_an_import() {
         wait_until(
             "the target's replica takes over",
             Duration::from_secs(30),
-            || owner(c, hot).id == away_replica.id,
+            || c.owner(hot).id == away_replica.id,
         );
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -548,14 +532,10 @@ async fn a_failover_of_the_target_and_a_killed_source_right_after_an_import() {
 /// repeats either.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lowered_counter_moved_away_and_back_repeats_no_value() {
-    if !has_cluster_migration() {
+    let Some((cluster, slot, home, away)) = scene("inv").await else {
         return;
-    }
-    let cluster = tokio::task::spawn_blocking(Cluster::start).await.unwrap();
+    };
     let client = cluster_client(&cluster).await;
-    let slot = slot_of(&cluster, "inv");
-    let home = owner(&cluster, slot);
-    let away = other_master(&cluster, &home);
     let lower = |cluster: &Cluster, port: u16| {
         let () = cmd("SET")
             .arg("inv")
