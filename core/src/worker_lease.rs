@@ -246,8 +246,9 @@ impl fmt::Display for LeaseError {
             } => write!(
                 f,
                 "no worker id free: {held} of this instance's {workers} worker ids are held \
-                 and the others are fenced; one can be granted from time unit {retry_at}; \
-                 release unused leases, shorten DURATION, or raise idgen.lease-workers"
+                 and the others are fenced (after a start or promotion, or by windows of \
+                 other pools); one can be granted from time unit {retry_at}; release unused \
+                 leases, or raise idgen.lease-workers"
             ),
             LeaseError::NotHeld { worker } => write!(
                 f,
@@ -350,7 +351,8 @@ impl LeasePool {
     /// Grants `holder` one of `eligible` (the worker ids this instance may grant) for
     /// `duration` units from `now`: the one free soonest (lowest id on a tie). Its window
     /// starts after every window granted for it (here and in `fences`) and not before `now`,
-    /// and ends before `now + max_units`. Returns the grant, or why none can be made
+    /// and ends before `now + max_units`; a window starting ahead of `now` is granted only
+    /// if at least half of `duration` fits. Returns the grant, or why none can be made
     /// (nothing changed).
     pub fn acquire(
         &mut self,
@@ -363,6 +365,9 @@ impl LeasePool {
     ) -> Result<Grant, LeaseError> {
         check_duration(rules, duration)?;
         let latest_end = now.saturating_add(rules.max_units - 1);
+        // A window that would start ahead (after a fence) is granted only if at least half
+        // the duration asked for remains before now + max; else the caller retries later.
+        let min_len = duration.div_ceil(2);
         let mut best: Option<(u64, u64)> = None; // (start, worker)
         let mut workers = 0;
         let mut held = 0;
@@ -373,16 +378,19 @@ impl LeasePool {
             let floor = fences
                 .floor(worker)
                 .max(record.map_or(0, |record| record.fence));
+            // Reachable from when a window of at least `min_len` units after the floor
+            // ends before now + max.
+            let reachable = floor
+                .saturating_add(min_len + 1)
+                .saturating_sub(rules.max_units);
             if let Some(record) = record.filter(|record| record.is_held(now)) {
                 held += 1;
-                let free_at = (record.window.end + 1)
-                    .max(floor.saturating_add(2).saturating_sub(rules.max_units));
-                retry_at = retry_at.min(free_at);
+                retry_at = retry_at.min((record.window.end + 1).max(reachable));
                 continue;
             }
             let start = floor.saturating_add(1).max(now);
-            if start > latest_end {
-                retry_at = retry_at.min(floor.saturating_add(2).saturating_sub(rules.max_units));
+            if start.saturating_add(min_len - 1) > latest_end {
+                retry_at = retry_at.min(reachable);
                 continue;
             }
             if best.is_none_or(|(best_start, _)| start < best_start) {
@@ -578,7 +586,7 @@ mod tests {
         // Released: the next holder starts after the end granted.
         pool.release(1020, b"a").unwrap();
         let next = pool
-            .acquire(&mut fences, RULES, b"c", 1020, 100, [1020])
+            .acquire(&mut fences, RULES, b"c", 1020, 10, [1020])
             .unwrap();
         assert_eq!(
             next.window,
@@ -640,22 +648,22 @@ mod tests {
                 end: 1099
             })
         );
-        // Worker 8 is free but fenced: it can be granted once the fence is within reach,
-        // with a window that starts after the fence and ends before now + max.
+        // Both are fenced (worker 7's window has ended by 1110): one can be granted once half
+        // the duration fits between the fence and now + max, starting after the fence.
         assert!(matches!(
-            pool.acquire(&mut fences, RULES, b"b", 1061, 100, [7, 8]),
-            Err(LeaseError::Exhausted { retry_at: 1062, .. })
+            pool.acquire(&mut fences, RULES, b"b", 1110, 100, [7, 8]),
+            Err(LeaseError::Exhausted { retry_at: 1111, .. })
         ));
         let late = pool
-            .acquire(&mut fences, RULES, b"b", 1062, 100, [7, 8])
+            .acquire(&mut fences, RULES, b"b", 1111, 100, [7, 8])
             .unwrap();
         assert_eq!(
             (late.worker, late.window),
             (
-                8,
+                7,
                 Window {
                     start: 1161,
-                    end: 1161
+                    end: 1210
                 }
             )
         );

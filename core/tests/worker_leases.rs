@@ -185,18 +185,11 @@ fn without_the_fence_a_lost_grant_overlaps() {
         .acquire(&mut fences, RULES, b"b", 101, 60, [7])
         .unwrap();
     assert!(lost.window.overlaps(&again.window));
-    // With it, the same step is refused until the window can start after the fence.
+    // With it, a grant waits until half the window fits after the fence (101 + 60 + 8).
     let mut fenced = LeaseFences::new();
     fenced.fence_all(RULES, 101);
     let after = LeasePool::new()
-        .acquire(
-            &mut fenced,
-            RULES,
-            b"b",
-            101 + RULES.allowance_units + 2,
-            60,
-            [7],
-        )
+        .acquire(&mut fenced, RULES, b"b", 140, 60, [7])
         .unwrap();
     assert!(!lost.window.overlaps(&after.window));
 }

@@ -12,6 +12,7 @@ use crate::ffi::key_scan::EventContext;
 use crate::ffi::server_events::{self, FlushPhase, ServerEventHandlers};
 use crate::state::failback_marks;
 use crate::state::instance;
+use crate::state::leases;
 use crate::state::replica_role;
 use crate::state::reservations;
 use crate::state::stats;
@@ -36,6 +37,8 @@ impl ServerEventHandlers for Handlers {
         // Keys recorded before the promotion (by the old master, or by this instance in an
         // earlier term) are continued above their bound.
         instance::new_incarnation();
+        // Grants and renewals the old master made may not have reached this node.
+        leases::fence_all();
         ctx.log_notice(&format!(
             "promoted to master: snowflake IDs and segment values continue from this \
              instance's own offset; {} segment keys continue above values this instance \
