@@ -1,0 +1,131 @@
+//! The client crate's `LeasedGenerator` against real servers: two generators on one pool
+//! never share a worker id at once and their IDs never collide with each other nor with
+//! `SNOWFLAKE.NEXT`'s; a generator keeps issuing with the server gone until its window
+//! ends, then says why it stopped.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use idgen_client::{LeaseError, LeasedGenerator, LeasedOptions};
+use idgen_tests::Server;
+use redis::cmd;
+
+const ARGS: [&str; 6] = [
+    "lease-workers",
+    "4",
+    "lease-max-ms",
+    "1000",
+    "max-drift-ms",
+    "100",
+];
+
+fn options(duration_ms: u64) -> LeasedOptions {
+    LeasedOptions {
+        duration: Duration::from_millis(duration_ms),
+        margin: Duration::from_millis(20),
+        ..LeasedOptions::new("workers")
+    }
+}
+
+fn shard(id: u64) -> u64 {
+    (id >> 12) & 1023
+}
+
+#[test]
+fn two_generators_never_share_a_worker_id_nor_an_id() {
+    let server = Server::start(&ARGS);
+    let url = server.url();
+    let first = LeasedGenerator::start(&[&url], options(1000)).unwrap();
+    let second = LeasedGenerator::start(&[&url], options(1000)).unwrap();
+    assert_ne!(first.holder(), second.holder());
+    let mut conn = server.conn();
+    let mut module_ids: Vec<u64> = Vec::new();
+    let mut leased: Vec<Vec<u64>> = vec![Vec::new(), Vec::new()];
+    // Until both generators have renewed twice (about 700 ms), IDs from both and from the
+    // module, checking at each step that the two hold different worker ids.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while first.lease_counts().1 < 2 || second.lease_counts().1 < 2 {
+        assert!(Instant::now() < deadline, "the generators did not renew");
+        for (generator, ids) in [&first, &second].into_iter().zip(leased.iter_mut()) {
+            for _ in 0..2000 {
+                ids.push(generator.next_id().expect("an ID while the server is up"));
+            }
+        }
+        let (a, b) = (first.grant().unwrap(), second.grant().unwrap());
+        assert_ne!(
+            a.worker, b.worker,
+            "two generators hold one worker id at once"
+        );
+        let batch: Vec<u64> = cmd("SNOWFLAKE.NEXT")
+            .arg("orders")
+            .arg("COUNT")
+            .arg(500)
+            .query(&mut conn)
+            .unwrap();
+        module_ids.extend(batch);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut all = HashSet::new();
+    for ids in &leased {
+        assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "IDs increase");
+        assert!(
+            ids.iter().all(|&id| shard(id) >= 1020),
+            "a leased worker id"
+        );
+        all.extend(ids.iter().copied());
+    }
+    assert!(module_ids.iter().all(|&id| shard(id) < 1020));
+    all.extend(module_ids.iter().copied());
+    let total = leased[0].len() + leased[1].len() + module_ids.len();
+    assert_eq!(all.len(), total, "duplicate IDs");
+    let listed: Vec<redis::Value> = cmd("LEASE.LIST").arg("workers").query(&mut conn).unwrap();
+    assert_eq!(listed.len(), 2);
+}
+
+#[test]
+fn a_generator_issues_through_an_outage_until_its_window_ends() {
+    let mut server = Server::start(&ARGS);
+    let url = server.url();
+    let generator = LeasedGenerator::start(&[&url], options(1000)).unwrap();
+    let before = generator.next_id().unwrap();
+    let grant = generator.grant().unwrap();
+    server.kill();
+    // With the server gone, IDs go on until the window's end (by this process's clock),
+    // then stop with a reason.
+    let mut after_kill = 0u64;
+    let mut last = before;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let error = loop {
+        assert!(Instant::now() < deadline, "the generator never stopped");
+        match generator.next_id() {
+            Ok(id) => {
+                assert!(id > last);
+                assert_eq!(shard(id), grant.worker);
+                assert!(id >> 22 <= grant.end_unit, "an ID past the window");
+                last = id;
+                after_kill += 1;
+            }
+            Err(error) => break error,
+        }
+        if after_kill.is_multiple_of(1000) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    assert!(after_kill > 0, "no ID during the outage");
+    assert!(
+        matches!(error, LeaseError::Unreachable { .. }),
+        "{error:?}: {error}"
+    );
+    // It stays stopped.
+    assert!(generator.try_next_id().is_err());
+}
+
+#[test]
+fn leases_off_is_a_clear_refusal() {
+    let server = Server::start(&[]);
+    let error = LeasedGenerator::start(&[&server.url()], options(1000)).unwrap_err();
+    match error {
+        LeaseError::Refused { message } => assert!(message.contains("LEASESOFF"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+}
