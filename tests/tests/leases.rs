@@ -517,3 +517,34 @@ fn a_promoted_replica_that_lost_the_last_grant_does_not_overlap_it() {
         window(&promoted)
     );
 }
+
+#[test]
+fn the_cli_lists_a_pool_and_decodes_a_leased_id() {
+    let server = Server::start(&LEASES);
+    let mut conn = server.conn();
+    let lease = acquire_when_free(&mut conn, "pool", "app:1", 1000);
+    let worker = int(&lease, "worker");
+    let url = server.url();
+    let run = idgen_tests::run_idgen(&["-u", &url, "leases", "pool", "--json"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let listed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(listed["leases"][0]["worker"], worker);
+    assert_eq!(listed["leases"][0]["holder"], "app:1");
+    assert_eq!(listed["leases"][0]["state"], "held");
+    let text = idgen_tests::run_idgen(&["-u", &url, "leases", "pool"]);
+    assert!(
+        text.stdout.contains("app:1") && text.stdout.contains("held"),
+        "{text:?}"
+    );
+    // An ID the holder made, and one of SNOWFLAKE.NEXT.
+    let id = (((window(&lease).0 as u64) - 1_704_067_200_000) << 22) | ((worker as u64) << 12);
+    let decoded = idgen_tests::run_idgen(&["-u", &url, "decode", &id.to_string(), "--json"]);
+    let parts: serde_json::Value = serde_json::from_str(&decoded.stdout).unwrap();
+    assert_eq!(parts["leased_worker"], worker);
+    let own: i64 = cmd("SNOWFLAKE.NEXT").arg("k").query(&mut conn).unwrap();
+    let decoded = idgen_tests::run_idgen(&["-u", &url, "decode", &own.to_string(), "--json"]);
+    let parts: serde_json::Value = serde_json::from_str(&decoded.stdout).unwrap();
+    assert!(parts["leased_worker"].is_null(), "{parts}");
+    let empty = idgen_tests::run_idgen(&["-u", &url, "leases", "nothing"]);
+    assert!(empty.stdout.contains("no worker id leased"), "{empty:?}");
+}
