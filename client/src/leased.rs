@@ -41,9 +41,30 @@ impl Default for SystemMonotonic {
 }
 
 impl MonotonicClock for SystemMonotonic {
+    #[inline]
     fn now_ms(&self) -> u64 {
-        // 1 ms in, so that 0 never means "now".
-        self.origin.elapsed().as_millis() as u64 + 1
+        // 1 ms in, so that 0 never means "now". Seconds and sub-second milliseconds rather
+        // than `as_millis` (a 128-bit division, on every ID).
+        let elapsed = self.origin.elapsed();
+        elapsed.as_secs() * 1000 + u64::from(elapsed.subsec_millis()) + 1
+    }
+}
+
+/// The generator's clock: the process's own (no dynamic call on the fast path) or one
+/// injected.
+#[derive(Debug, Clone)]
+enum Clock {
+    System(SystemMonotonic),
+    Injected(Arc<dyn MonotonicClock>),
+}
+
+impl Clock {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        match self {
+            Clock::System(clock) => clock.now_ms(),
+            Clock::Injected(clock) => clock.now_ms(),
+        }
     }
 }
 
@@ -281,15 +302,16 @@ pub struct LeasedOptions {
 }
 
 impl LeasedOptions {
-    /// Options for `pool` with 30 s windows, a 100 ms margin and 1 s of borrowing.
+    /// Options for `pool` with 10 s windows (the server's default `lease-max-ms`), a
+    /// 100 ms margin and 1 s of borrowing.
     pub fn new(pool: impl Into<String>) -> Self {
         LeasedOptions {
             pool: pool.into(),
             holder_prefix: "idgen".into(),
-            duration: Duration::from_secs(30),
+            duration: Duration::from_secs(10),
             margin: Duration::from_millis(100),
             max_borrow: Duration::from_secs(1),
-            start_timeout: Duration::from_secs(10),
+            start_timeout: Duration::from_secs(20),
             request_timeout: Duration::from_secs(1),
         }
     }
@@ -310,7 +332,7 @@ struct Status {
 #[derive(Debug)]
 struct Shared {
     cursor: LeaseCursor,
-    clock: Arc<dyn MonotonicClock>,
+    clock: Clock,
     status: Mutex<Status>,
     stop: AtomicBool,
     wake: Condvar,
@@ -349,7 +371,7 @@ impl LeasedGenerator {
     /// a lease and starts renewing it in a background thread. Waits for the first lease at
     /// most `options.start_timeout`.
     pub fn start(urls: &[&str], options: LeasedOptions) -> Result<Self, LeaseError> {
-        Self::start_with_clock(urls, options, Arc::new(SystemMonotonic::default()))
+        Self::start_on(urls, options, Clock::System(SystemMonotonic::default()))
     }
 
     /// [`LeasedGenerator::start`] with another monotonic clock.
@@ -358,6 +380,10 @@ impl LeasedGenerator {
         options: LeasedOptions,
         clock: Arc<dyn MonotonicClock>,
     ) -> Result<Self, LeaseError> {
+        Self::start_on(urls, options, Clock::Injected(clock))
+    }
+
+    fn start_on(urls: &[&str], options: LeasedOptions, clock: Clock) -> Result<Self, LeaseError> {
         let clients: Vec<redis::Client> = urls
             .iter()
             .map(|url| redis::Client::open(*url))
@@ -438,8 +464,13 @@ impl LeasedGenerator {
     pub fn next_id(&self) -> Result<u64, LeaseError> {
         loop {
             match self.try_next_id() {
+                // Within a millisecond of the next one: let other threads run and try
+                // again (a sleep would lose most of that millisecond's sequence).
+                Err(LeaseError::Ahead { retry_in_ms }) if retry_in_ms <= 1 => {
+                    std::thread::yield_now()
+                }
                 Err(LeaseError::Ahead { retry_in_ms }) => {
-                    std::thread::sleep(Duration::from_millis(retry_in_ms.min(50)))
+                    std::thread::sleep(Duration::from_millis((retry_in_ms - 1).min(50)))
                 }
                 other => return other,
             }

@@ -249,8 +249,9 @@ fn refused(error: LeaseError) -> Refusal {
             retry_at,
         } => format!(
             "no worker id free: {held} of this instance's {workers} worker ids are held and \
-             the others are fenced until earlier windows end; one can be granted in {} ms; \
-             release unused leases, or raise idgen.lease-workers (docs/leases.md)",
+             the others are fenced (for max-drift-ms + lease-max-ms after a start or a \
+             promotion, or by windows granted before); one can be granted in {} ms; release \
+             unused leases, or raise idgen.lease-workers (docs/leases.md)",
             unit_start_ms(retry_at).saturating_sub(clock::wall_unix_ms())
         ),
         LeaseError::Duration { max_units, .. } => format!(

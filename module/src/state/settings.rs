@@ -69,7 +69,7 @@ pub static SEGMENT_FENCE: Setting = Setting::new("segment-fence", DEFAULT_SEGMEN
 /// worker ids (`LEASE.ACQUIRE`); 0, the default, turns leases off and reserves nothing.
 pub static LEASE_WORKERS: Setting = Setting::new("lease-workers", 0);
 /// `idgen.lease-max-ms`: the longest lease window a grant or renewal may reach past now.
-pub static LEASE_MAX_MS: Setting = Setting::new("lease-max-ms", 30_000);
+pub static LEASE_MAX_MS: Setting = Setting::new("lease-max-ms", 10_000);
 
 redis_module::enum_configuration! {
     /// What a node does when the cluster bus shows it is the later node of an identity
