@@ -129,3 +129,47 @@ fn leases_off_is_a_clear_refusal() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A restart (from the AOF) fences the worker ids: the renewal is refused, the generator
+/// issues to its window's end, takes a new lease once the fence allows, and goes on; its IDs
+/// increase throughout and never repeat.
+#[test]
+fn a_generator_takes_a_new_lease_after_its_server_restarts() {
+    let server_options = idgen_tests::ServerOptions::module(&ARGS).server_args(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+    ]);
+    let mut server = Server::start_with(server_options).unwrap();
+    let url = server.url();
+    let generator = LeasedGenerator::start(&[&url], options(1000)).unwrap();
+    let mut ids = vec![generator.next_id().unwrap()];
+    let first = generator.grant().unwrap();
+    server.terminate();
+    server.start_again(&[]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let is_new = |grant: idgen_client::LeaseGrant| {
+        grant.worker != first.worker || grant.start_unit != first.start_unit
+    };
+    // Until IDs come from a new lease (in between, the generator says why it has none).
+    loop {
+        assert!(Instant::now() < deadline, "no new lease after the restart");
+        match generator.next_id() {
+            Ok(id) => {
+                ids.push(id);
+                if generator.grant().is_some_and(is_new) && id >> 22 > first.end_unit {
+                    break;
+                }
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "IDs increase");
+    let unique: HashSet<u64> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), ids.len());
+    let second = generator.grant().unwrap();
+    assert_eq!(shard(*ids.last().unwrap()), second.worker);
+    // The fence: a window of the same worker id starts after the one before.
+    assert!(second.worker != first.worker || second.start_unit > first.end_unit);
+}
