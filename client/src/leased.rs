@@ -574,14 +574,57 @@ impl Session {
     }
 
     fn query(&mut self, command: &redis::Cmd) -> Result<(Grant, Layout), LeaseError> {
-        let reply: redis::RedisResult<HashMap<String, redis::Value>> =
-            command.query(self.connection()?);
-        match reply {
-            Ok(map) => parse_grant(&map).ok_or_else(|| LeaseError::Refused {
-                message: format!("unexpected lease reply: {map:?}"),
-            }),
-            Err(error) => Err(self.classify(error)),
+        // In a cluster the pool's key may live elsewhere, or move: follow a redirection.
+        for _ in 0..3 {
+            let reply: redis::RedisResult<HashMap<String, redis::Value>> =
+                command.query(self.connection()?);
+            match reply {
+                Ok(map) => {
+                    return parse_grant(&map).ok_or_else(|| LeaseError::Refused {
+                        message: format!("unexpected lease reply: {map:?}"),
+                    })
+                }
+                Err(error) => match error.redirect_node() {
+                    Some((address, _)) => self.redirect(address)?,
+                    None => return Err(self.classify(error)),
+                },
+            }
         }
+        Err(LeaseError::Unreachable {
+            message: "redirected more than three times".into(),
+        })
+    }
+
+    /// Talks to the node at `address` (`host:port`) from now on, with the same credentials
+    /// and TLS as the node that redirected there.
+    fn redirect(&mut self, address: &str) -> Result<(), LeaseError> {
+        let (host, port) = address
+            .rsplit_once(':')
+            .and_then(|(host, port)| Some((host.to_string(), port.parse::<u16>().ok()?)))
+            .ok_or_else(|| LeaseError::Refused {
+                message: format!("a redirection to '{address}', which is not host:port"),
+            })?;
+        let index = self.current % self.clients.len();
+        let info = self.clients[index].get_connection_info().clone();
+        let mut addr = info.addr().clone();
+        match &mut addr {
+            redis::ConnectionAddr::TcpTls {
+                host: tls_host,
+                port: tls_port,
+                ..
+            } => {
+                *tls_host = host;
+                *tls_port = port;
+            }
+            other => *other = redis::ConnectionAddr::Tcp(host, port),
+        }
+        let client =
+            redis::Client::open(info.set_addr(addr)).map_err(|error| LeaseError::Refused {
+                message: error.to_string(),
+            })?;
+        self.clients[index] = client;
+        self.connection = None;
+        Ok(())
     }
 
     fn classify(&mut self, error: redis::RedisError) -> LeaseError {

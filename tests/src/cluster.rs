@@ -91,8 +91,18 @@ impl Cluster {
         Cluster::start_with_module(&module_path())
     }
 
+    /// Starts a cluster whose nodes load this build's module with `module_args` added
+    /// (e.g. `lease-workers 16`).
+    pub fn start_with_module_args(module_args: &[&str]) -> Cluster {
+        Cluster::launch(&module_path(), &module_args.join(" "))
+    }
+
     /// Starts a cluster whose nodes load `module` (e.g. the previous release's).
     pub fn start_with_module(module: &Path) -> Cluster {
+        Cluster::launch(module, "")
+    }
+
+    fn launch(module: &Path, module_args: &str) -> Cluster {
         let base_port = free_ports(NODES);
         let dir =
             std::env::temp_dir().join(format!("idgen-cluster-{}-{base_port}", std::process::id()));
@@ -109,6 +119,7 @@ impl Cluster {
             .arg("--dir")
             .arg(&cluster.dir)
             .env("IDGEN_MODULE", module)
+            .env("IDGEN_MODULE_ARGS", module_args)
             .output()
             .expect("run scripts/cluster.sh");
         assert!(

@@ -173,3 +173,56 @@ fn a_generator_takes_a_new_lease_after_its_server_restarts() {
     // The fence: a window of the same worker id starts after the one before.
     assert!(second.worker != first.worker || second.start_unit > first.end_unit);
 }
+
+/// In a Redis Cluster the generator follows the pool key to the master that holds its slot
+/// (from any seed), and that master leases only worker ids of its own offset.
+#[test]
+fn a_generator_finds_its_pool_in_a_cluster() {
+    let cluster = idgen_tests::Cluster::start_with_module_args(&[
+        "lease-workers",
+        "16",
+        "lease-max-ms",
+        "1000",
+        "max-drift-ms",
+        "100",
+    ]);
+    let slot: u16 = {
+        let mut any = cluster.node_conn(cluster.ports()[0]);
+        cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg("workers")
+            .query(&mut any)
+            .unwrap()
+    };
+    let owner = cluster
+        .nodes()
+        .into_iter()
+        .find(|node| node.master && node.owns_slot(slot))
+        .expect("a master owns the pool's slot");
+    // Seeds that start with a node that does not hold the pool: it answers MOVED.
+    let mut urls = cluster.urls();
+    urls.sort_by_key(|url| url.contains(&format!(":{}/", owner.port)));
+    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let generator = LeasedGenerator::start(&seeds, options(1000)).unwrap();
+    let ids: Vec<u64> = (0..10_000).map(|_| generator.next_id().unwrap()).collect();
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+    let worker = generator.grant().unwrap().worker;
+    assert!(ids.iter().all(|&id| shard(id) == worker));
+    let mut conn = cluster.conn();
+    let listed: Vec<redis::Value> = cmd("LEASE.LIST").arg("workers").query(&mut conn).unwrap();
+    assert_eq!(listed.len(), 1);
+    // The worker id is of the owning master's offset class.
+    let offset: u64 = {
+        let mut node = cluster.node_conn(owner.port);
+        let info: String = cmd("INFO").arg("idgen").query(&mut node).unwrap();
+        idgen_tests::info_line(&info, "idgen_offset")
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(
+        (worker - 1008) % 8,
+        offset,
+        "worker {worker} on offset {offset}"
+    );
+}
