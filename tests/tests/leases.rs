@@ -548,3 +548,30 @@ fn the_cli_lists_a_pool_and_decodes_a_leased_id() {
     let empty = idgen_tests::run_idgen(&["-u", &url, "leases", "nothing"]);
     assert!(empty.stdout.contains("no worker id leased"), "{empty:?}");
 }
+
+#[test]
+fn idgen_check_fails_nodes_that_disagree_on_the_band() {
+    let leasing = Server::start(&["step", "2", "offset", "0", "lease-workers", "4"]);
+    let plain = Server::start(&["step", "2", "offset", "1"]);
+    let run = idgen_tests::run_idgen(&["check", &leasing.url(), &plain.url(), "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|finding| finding["check"] == "leases")
+        .unwrap_or_else(|| panic!("no leases finding: {report:#}"));
+    assert_eq!(finding["level"], "fail", "{finding}");
+    let message = finding["message"].as_str().unwrap();
+    assert!(message.contains("disagree on lease-workers"), "{message}");
+    let same = Server::start(&["step", "2", "offset", "1", "lease-workers", "4"]);
+    let run = idgen_tests::run_idgen(&["check", &leasing.url(), &same.url(), "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|finding| finding["check"] == "leases")
+        .unwrap();
+    assert_eq!(finding["level"], "pass", "{finding}");
+}
