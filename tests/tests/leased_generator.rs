@@ -226,3 +226,86 @@ fn a_generator_finds_its_pool_in_a_cluster() {
         "worker {worker} on offset {offset}"
     );
 }
+
+/// More generators than worker ids: the one without says so.
+#[test]
+fn a_generator_without_a_free_worker_id_says_so() {
+    let server = Server::start(&[
+        "lease-workers",
+        "1",
+        "lease-max-ms",
+        "1000",
+        "max-drift-ms",
+        "100",
+    ]);
+    let url = server.url();
+    let holder = LeasedGenerator::start(&[&url], options(1000)).unwrap();
+    holder.next_id().unwrap();
+    let short = LeasedOptions {
+        start_timeout: Duration::from_millis(300),
+        ..options(1000)
+    };
+    match LeasedGenerator::start(&[&url], short) {
+        Err(LeaseError::NoWorkerFree { message }) => {
+            assert!(message.contains("no worker id free"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The master dies and its replica (another offset) is promoted: the generator goes on to
+/// its window's end, moves to the replica, is refused the renewal there (fenced), takes a
+/// worker id of the replica's offset, and its IDs never repeat.
+#[test]
+fn a_generator_moves_to_a_promoted_replica() {
+    let args = |offset: &'static str| {
+        vec![
+            "step",
+            "2",
+            "offset",
+            offset,
+            "lease-workers",
+            "4",
+            "lease-max-ms",
+            "1000",
+            "max-drift-ms",
+            "100",
+        ]
+    };
+    let mut master = Server::start(&args("0"));
+    let replica = Server::start_replica(&master, &args("1"));
+    let (master_url, replica_url) = (master.url(), replica.url());
+    let generator = LeasedGenerator::start(&[&master_url, &replica_url], options(1000)).unwrap();
+    let mut ids = vec![generator.next_id().unwrap()];
+    let first = generator.grant().unwrap();
+    master.wait_replicated(1);
+    master.kill();
+    let _: () = cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut replica.conn())
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no lease from the promoted replica"
+        );
+        match generator.next_id() {
+            Ok(id) => {
+                ids.push(id);
+                if shard(id) != first.worker {
+                    break;
+                }
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+    // Offset 1's worker ids: the band's positions 1 and 3.
+    let second = generator.grant().unwrap();
+    assert!([1021, 1023].contains(&second.worker), "{second:?}");
+    assert!([1020, 1022].contains(&first.worker), "{first:?}");
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+    let unique: HashSet<u64> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), ids.len());
+}
