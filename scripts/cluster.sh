@@ -69,13 +69,14 @@ case "$action" in
       rm -rf "$d"; mkdir -p "$d"
       # Each node: its own offset i; every node the same step and layout, and the default
       # (safe) idgen settings otherwise. Persistence is AOF with fsync every second.
-      # REDIS_SERVER picks another server binary (the tests run Valkey this way).
+      # REDIS_SERVER picks another server binary (the tests run Valkey this way);
+      # IDGEN_MODULE_ARGS adds module arguments (e.g. `lease-workers 16`).
       node=("${REDIS_SERVER:-redis-server}" --port "$p" --bind 127.0.0.1 --dir "$d" --daemonize yes
         --pidfile "$d/redis.pid" --logfile "$d/redis.log"
         --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout "$node_timeout"
         --appendonly yes --appendfsync everysec --save "" --repl-diskless-sync-delay 0
         --enable-debug-command yes "${auth_args[@]}"
-        --loadmodule "$module" step "$step" offset "$i")
+        --loadmodule "$module" step "$step" offset "$i" ${IDGEN_MODULE_ARGS:-})
       # The node's command line, NUL-separated, to restart it the same way (the tests
       # restart nodes onto another module release).
       printf '%s\0' "${node[@]}" >"$d/command"

@@ -2,8 +2,9 @@
 //!
 //! `cargo run --release -p idgen-bench -- [--quick] [--rounds N] [--floor-only]`, or
 //! `cargo run --release -p idgen-bench -- buffers [--quick] [--rtts 5,25] [--tasks 4,16]
-//! [--local-only]` for the client buffers alone, on a 2-worker runtime (scripts/bench.sh
-//! builds the module first). `--quick` runs a small version for a smoke
+//! [--local-only]` for the client buffers alone, on a 2-worker runtime, and
+//! `cargo run --release -p idgen-bench -- leases [--quick]` for leased generators alone
+//! (scripts/bench.sh builds the module first). `--quick` runs a small version for a smoke
 //! test; `--floor-only` only compares idgen's commands with the C floor on every server and
 //! prints the ratios (`IDGEN_MODULE=path/to/libidgen.so` compares another build:
 //! `scripts/bench.sh --floor-only`).
@@ -15,6 +16,7 @@ mod driver;
 mod floor;
 mod instructions;
 mod key_memory;
+mod leased;
 mod local_path;
 mod plot;
 mod report;
@@ -115,6 +117,14 @@ async fn run(args: Vec<String>) {
             };
             buffers::run(&cases, &root.join("BENCHMARKS.md")).await;
         }
+        return;
+    }
+    if args.get(1).is_some_and(|a| a == "leases") {
+        // Leased generators alone: their own section at the end of BENCHMARKS.md.
+        let report = root.join("BENCHMARKS.md");
+        tokio::task::spawn_blocking(move || leased::run(quick, &report))
+            .await
+            .unwrap();
         return;
     }
     if args.iter().any(|a| a == "--floor-only") {

@@ -62,8 +62,22 @@ pub enum Command {
     Watch(WatchArgs),
     /// Take IDs: snowflake IDs (default) or segment values for KEY.
     Next(NextArgs),
-    /// Take an ID apart: time, shard, sequence and the offset of the node that issued it.
+    /// Take an ID apart: time, shard, sequence and the offset of the node that issued it
+    /// (or the leased worker id that made it).
     Decode(DecodeArgs),
+    /// List a lease pool's worker ids: holder, state, window and last renewal.
+    Leases(LeasesArgs),
+}
+
+/// `idgen leases`.
+#[derive(Debug, Args)]
+pub struct LeasesArgs {
+    /// The pool's key.
+    pub pool: String,
+
+    /// Print the leases as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `idgen check`.

@@ -36,6 +36,8 @@ pub async fn run(target: &Target, args: &DecodeArgs, timeout: Duration) -> Resul
     let id = parse_id(&args.id)?;
     let client = connect(target, timeout).await?;
     let parts = client.decode(id).map_err(|error| client_error(&error))?;
+    // Only the servers know which shard values are leased worker ids (lease-workers).
+    let leased = crate::leases::leased_worker(target, id, timeout).await;
     if args.json {
         println!(
             "{}",
@@ -46,6 +48,7 @@ pub async fn run(target: &Target, args: &DecodeArgs, timeout: Duration) -> Resul
                 "shard": parts.shard,
                 "sequence": parts.sequence,
                 "offset": parts.offset,
+                "leased_worker": leased,
             })
         );
     } else {
@@ -57,7 +60,13 @@ pub async fn run(target: &Target, args: &DecodeArgs, timeout: Duration) -> Resul
         );
         println!("shard     {}", parts.shard);
         println!("sequence  {}", parts.sequence);
-        println!("offset    {}", parts.offset);
+        match leased {
+            Some(worker) => println!(
+                "leased    worker id {worker} (made in a process holding a lease; offset does \
+                 not apply)"
+            ),
+            None => println!("offset    {}", parts.offset),
+        }
     }
     Ok(EXIT_OK)
 }

@@ -11,6 +11,7 @@ mod client_link;
 mod decode;
 mod error;
 mod info;
+mod leases;
 mod next;
 mod node;
 mod permissions;
@@ -106,6 +107,10 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Decode(args) => {
             let target = Target::from_args(&cli.target, &[])?;
             decode::run(&target, &args, timeout).await
+        }
+        Command::Leases(args) => {
+            let target = Target::from_args(&cli.target, &[])?;
+            leases::run(&target, &args, timeout).await
         }
     }
 }

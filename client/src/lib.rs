@@ -75,6 +75,7 @@ mod id;
 mod identity;
 mod identity_guard;
 mod issuer;
+mod leased;
 mod local_segment;
 mod lock;
 mod metrics;
@@ -98,6 +99,10 @@ pub use deployment::{check as check_deployment, Deployment, NodeIdentity};
 pub use error::{Error, Result};
 pub use id::Id;
 pub use idgen_core::{DecodedId, IdFormat, IdTextError, Layout, SegmentRange};
+pub use leased::{
+    Grant as LeaseGrant, LeaseError, LeasedGenerator, LeasedOptions, MonotonicClock,
+    SystemMonotonic,
+};
 pub use local_segment::LocalSegmentBuffer;
 pub use metrics::MetricsSnapshot;
 pub use segment::{NextValue, SegmentBuffer};

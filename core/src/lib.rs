@@ -10,6 +10,8 @@
 //! - [`Announcement`] and [`decide`]: what cluster nodes tell each other about their
 //!   identity, and which of them must refuse to issue (a shared offset, another step or
 //!   layout).
+//! - [`LeasePool`], [`LeaseFences`] and [`LeaseBand`]: leased worker ids, time windows
+//!   that never overlap for one worker id, in a shard band `SNOWFLAKE.NEXT` never uses.
 //! - [`IdFormat`]: IDs as decimal, base32 and base62 strings that sort like the numbers.
 //!
 //! The Redis module and the client crate both build on this crate, so the arithmetic exists
@@ -29,6 +31,7 @@ mod reservation;
 mod segment;
 mod snowflake;
 pub mod utc;
+mod worker_lease;
 
 pub use config::{Config, ConfigError, Identity, DEFAULT_SEGMENT_FENCE, MIN_LAYOUT_LIFETIME_MS};
 pub use error::IdError;
@@ -47,4 +50,7 @@ pub use reservation::{
 pub use segment::{continue_above, next_range, SegmentRange, MAX_SEGMENT_COUNT};
 pub use snowflake::{
     Batch, BatchIds, Clocks, Now, Position, Request, SnowflakeSequence, MAX_SNOWFLAKE_COUNT,
+};
+pub use worker_lease::{
+    Grant, LeaseBand, LeaseError, LeaseFences, LeasePool, LeaseRules, Window, WorkerLease,
 };

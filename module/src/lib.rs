@@ -14,9 +14,12 @@ mod state;
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{redis_module, Context, ContextFlags, RedisString, Status};
 
+use datatype::lease_pool::LEASE_POOL_TYPE;
 use datatype::snowflake_key::SNOWFLAKE_TYPE;
 use ffi::guard;
-use state::{clock, instance, peer_identities, replica_role, reservations, settings, version};
+use state::{
+    clock, instance, leases, peer_identities, replica_role, reservations, settings, version,
+};
 
 /// Runs after Redis has applied config-file values: applies the module arguments, checks
 /// the result, then registers the commands.
@@ -39,6 +42,7 @@ fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
         .validate(clock::wall_unix_ms())
         .map_err(|e| e.to_string())?;
     instance::install(config, clock::now());
+    leases::install(config, settings::lease_settings()?)?;
     peer_identities::set_started(clock::wall_unix_ms());
     replica_role::set_replica(ctx.get_flags().contains(ContextFlags::SLAVE));
     // A start arms the segment fence: every key skips it on its first use as master.
@@ -80,7 +84,7 @@ redis_module! {
     name: "idgen",
     version: version::NUMBER,
     allocator: (ModuleAllocator, MODULE_ALLOCATOR),
-    data_types: [SNOWFLAKE_TYPE],
+    data_types: [SNOWFLAKE_TYPE, LEASE_POOL_TYPE],
     init: on_load,
     configurations: [
         i64: [
@@ -95,6 +99,8 @@ redis_module! {
             ["default-shard", &settings::DEFAULT_SHARD.value, settings::DEFAULT_SHARD.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
             ["max-drift-ms", &settings::MAX_DRIFT_MS.value, settings::MAX_DRIFT_MS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
             ["segment-fence", &settings::SEGMENT_FENCE.value, settings::SEGMENT_FENCE.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["lease-workers", &settings::LEASE_WORKERS.value, settings::LEASE_WORKERS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
+            ["lease-max-ms", &settings::LEASE_MAX_MS.value, settings::LEASE_MAX_MS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
             ["debug-clock-offset-ms", &settings::DEBUG_CLOCK_OFFSET_MS.value, 0, -86_400_000_000, 86_400_000_000, ConfigurationFlags::PROTECTED | ConfigurationFlags::HIDDEN, None],
         ],
         string: [],

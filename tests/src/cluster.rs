@@ -91,18 +91,24 @@ impl Cluster {
         Cluster::start_with_module(&module_path())
     }
 
+    /// Starts a cluster whose nodes load this build's module with `module_args` added
+    /// (e.g. `lease-workers 16`).
+    pub fn start_with_module_args(module_args: &[&str]) -> Cluster {
+        Cluster::launch(&module_path(), &module_args.join(" "), 2000)
+    }
+
     /// Starts a cluster whose nodes load `module` (e.g. the previous release's).
     pub fn start_with_module(module: &Path) -> Cluster {
-        Cluster::start_with(module, 2000)
+        Cluster::launch(module, "", 2000)
     }
 
     /// Starts a cluster with `cluster-node-timeout` `node_timeout_ms` (2 s elsewhere): how
     /// long a silent node stays a healthy member.
     pub fn start_with_node_timeout(node_timeout_ms: u32) -> Cluster {
-        Cluster::start_with(&module_path(), node_timeout_ms)
+        Cluster::launch(&module_path(), "", node_timeout_ms)
     }
 
-    fn start_with(module: &Path, node_timeout_ms: u32) -> Cluster {
+    fn launch(module: &Path, module_args: &str, node_timeout_ms: u32) -> Cluster {
         let base_port = free_ports(NODES);
         let dir =
             std::env::temp_dir().join(format!("idgen-cluster-{}-{base_port}", std::process::id()));
@@ -121,6 +127,7 @@ impl Cluster {
             .arg("--dir")
             .arg(&cluster.dir)
             .env("IDGEN_MODULE", module)
+            .env("IDGEN_MODULE_ARGS", module_args)
             .output()
             .expect("run scripts/cluster.sh");
         assert!(

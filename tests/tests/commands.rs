@@ -286,7 +286,9 @@ fn configs_are_visible_and_cannot_change_at_runtime() {
     assert_eq!(pairs["idgen.snowflake-restart-fence"], "yes");
     assert_eq!(pairs["idgen.time-unit-ms"], "1");
     assert_eq!(pairs["idgen.identity-conflicts"], "refuse");
-    assert_eq!(pairs.len(), 13, "{pairs:?}");
+    assert_eq!(pairs["idgen.lease-workers"], "0");
+    assert_eq!(pairs["idgen.lease-max-ms"], "10000");
+    assert_eq!(pairs.len(), 15, "{pairs:?}");
     let refused: redis::RedisResult<()> = cmd("CONFIG")
         .arg("SET")
         .arg("idgen.offset")

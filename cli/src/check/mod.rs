@@ -6,6 +6,7 @@ mod clock;
 mod cluster;
 mod health;
 mod identity;
+mod leases;
 mod storage;
 
 use std::time::Duration;
@@ -133,6 +134,7 @@ pub async fn run(target: &Target, args: &CheckArgs, timeout: Duration) -> Result
     for facts in &reached {
         findings.extend(storage::findings(facts));
     }
+    findings.extend(leases::findings(&reached));
     findings.extend(clock::findings(&reached));
     for facts in &reached {
         findings.extend(health::findings(facts));

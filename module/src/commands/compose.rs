@@ -8,6 +8,7 @@ use crate::ffi::call::Call;
 use crate::ffi::keyspace::Keyspace;
 use crate::ffi::refusal::Refusal;
 use crate::state::instance;
+use crate::state::leases;
 
 /// Argument `index` as an integer of 0 or more; the error names it as `what`.
 fn non_negative(call: &Call, index: usize, what: &str) -> Result<u64, Refusal> {
@@ -44,6 +45,9 @@ pub fn compose(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let shard = non_negative(call, 2, "shard")?;
     let sequence = non_negative(call, 3, "sequence")?;
     let [format] = parse_options(call, "SNOWFLAKE.COMPOSE", 4, [&FORMAT])?;
+    if leases::reserved(shard) {
+        return Err(leases::reserved_shard_refusal(shard));
+    }
     let id = instance::config()
         .layout
         .compose_fields(unix_ms, shard, sequence)?;

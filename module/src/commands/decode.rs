@@ -7,6 +7,7 @@ use crate::ffi::call::Call;
 use crate::ffi::keyspace::Keyspace;
 use crate::ffi::refusal::Refusal;
 use crate::state::instance;
+use crate::state::leases;
 
 /// Replies with the parts of an ID as field/value pairs (a map for RESP3 clients). The ID
 /// is an integer, or a string in the given FORMAT.
@@ -32,7 +33,9 @@ pub fn decode(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
         })?,
     };
     let parts = config.layout.decode(id, config.identity.step)?;
-    call.reply_map(6);
+    // An ID of a leased worker id says so (its sequence says nothing of an instance).
+    let leased = leases::reserved(parts.shard);
+    call.reply_map(if leased { 7 } else { 6 });
     call.reply_bulk("unix_ms");
     call.reply_integer(parts.unix_ms as i64);
     call.reply_bulk("utc");
@@ -45,5 +48,9 @@ pub fn decode(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     call.reply_integer(parts.sequence as i64);
     call.reply_bulk("offset");
     call.reply_integer(parts.offset as i64);
+    if leased {
+        call.reply_bulk("leased_worker");
+        call.reply_integer(parts.shard as i64);
+    }
     Ok(())
 }

@@ -7,6 +7,7 @@ use crate::ffi::info::{InfoFields, InfoSection};
 use crate::state::clock;
 use crate::state::failback_marks;
 use crate::state::instance;
+use crate::state::leases;
 use crate::state::pacing;
 use crate::state::peer_identities;
 use crate::state::reservations;
@@ -118,6 +119,17 @@ fn add_fields(fields: &InfoFields<'_>) {
         "announcements_received",
         stats::ANNOUNCEMENTS_RECEIVED.get(),
     );
+    // Leased worker ids.
+    let lease_band = leases::setup().band;
+    number("lease_workers", lease_band.count);
+    number("lease_first_worker", lease_band.first);
+    number("lease_max_ms", leases::setup().max_ms);
+    number("lease_grants", stats::LEASE_GRANTS.get());
+    number("lease_renewals", stats::LEASE_RENEWALS.get());
+    number("lease_releases", stats::LEASE_RELEASES.get());
+    number("lease_expiries", stats::LEASE_EXPIRIES.get());
+    number("lease_refusals", stats::LEASE_REFUSALS.get());
+    number("lease_pools_in_use", leases::pools_in_use());
     number("errors", stats::ERRORS.get());
     text("warnings", &warnings::summary());
 }

@@ -4,6 +4,7 @@ pub mod decode;
 pub mod identity;
 pub mod info;
 pub mod issuing;
+pub mod lease;
 pub mod segment_next;
 pub mod snowflake_bound;
 pub mod snowflake_next;

@@ -14,6 +14,7 @@ use crate::ffi::keyspace::{Keyspace, Read, Write};
 use crate::ffi::refusal::Refusal;
 use crate::state::clock;
 use crate::state::instance;
+use crate::state::leases;
 use crate::state::pacing;
 use crate::state::stats;
 
@@ -59,6 +60,9 @@ impl NextOptions {
     fn parse(call: &Call) -> Result<Self, Refusal> {
         let [count, shard, format] =
             parse_options(call, "SNOWFLAKE.NEXT", 2, [&COUNT, &SHARD, &FORMAT])?;
+        if let Some(shard) = shard.filter(|&shard| leases::reserved(shard)) {
+            return Err(leases::reserved_shard_refusal(shard));
+        }
         Ok(NextOptions {
             count,
             shard: shard.unwrap_or_else(|| instance::config().default_shard),

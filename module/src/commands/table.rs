@@ -6,6 +6,7 @@ use redis_module::Context;
 use crate::commands::compose;
 use crate::commands::decode;
 use crate::commands::identity;
+use crate::commands::lease;
 use crate::commands::segment_next;
 use crate::commands::snowflake_bound;
 use crate::commands::snowflake_next;
@@ -167,6 +168,99 @@ command_table! {
             key_access: Some(KeyAccess::ReadWriteUpdate),
             tips: None,
             args: &[KEY, ArgDoc::integer("id")],
+        },
+    },
+    // Leased worker ids (docs/leases.md).
+    lease_acquire_entry: CommandSpec {
+        name: c"lease.acquire",
+        arity: -3,
+        handler: lease::acquire,
+        // Not `fast`: it looks through the worker ids of the instance (up to the band).
+        flags: c"write deny-oom",
+        acl_categories: c"write",
+        docs: CommandDocs {
+            summary: c"Leases a free worker id of the pool to a holder for a time window (DURATION ms, at most idgen.lease-max-ms): the holder may issue snowflake IDs with that worker id as shard and a time inside the window. Replies the worker id, the window and the layout.",
+            complexity: c"O(N) where N is the number of worker ids this instance may lease.",
+            key_access: Some(KeyAccess::ReadWriteUpdate),
+            tips: Some(c"nondeterministic_output"),
+            args: &[
+                ArgDoc::key("pool"),
+                ArgDoc::string("holder"),
+                ArgDoc::optional_integer("duration", Some(c"DURATION")),
+            ],
+        },
+    },
+    lease_renew_entry: CommandSpec {
+        name: c"lease.renew",
+        arity: -4,
+        handler: lease::renew,
+        flags: c"write deny-oom fast",
+        acl_categories: c"write fast",
+        docs: CommandDocs {
+            summary: c"Extends the holder's window of a worker id to DURATION ms from now (never shortening it); refused once the window ended or after a restart or failover fenced it.",
+            complexity: c"O(log N) where N is the number of worker ids in the pool.",
+            key_access: Some(KeyAccess::ReadWriteUpdate),
+            tips: Some(c"nondeterministic_output"),
+            args: &[
+                ArgDoc::key("pool"),
+                ArgDoc::integer("worker-id"),
+                ArgDoc::string("holder"),
+                ArgDoc::optional_integer("duration", Some(c"DURATION")),
+            ],
+        },
+    },
+    lease_release_entry: CommandSpec {
+        name: c"lease.release",
+        arity: 4,
+        handler: lease::release,
+        flags: c"write deny-oom fast",
+        acl_categories: c"write fast",
+        docs: CommandDocs {
+            summary: c"Frees the holder's worker id; its next holder still starts after the window granted.",
+            complexity: c"O(log N) where N is the number of worker ids in the pool.",
+            key_access: Some(KeyAccess::ReadWriteUpdate),
+            tips: None,
+            args: &[
+                ArgDoc::key("pool"),
+                ArgDoc::integer("worker-id"),
+                ArgDoc::string("holder"),
+            ],
+        },
+    },
+    lease_list_entry: CommandSpec {
+        name: c"lease.list",
+        arity: 2,
+        handler: lease::list,
+        flags: c"readonly",
+        acl_categories: c"read",
+        docs: CommandDocs {
+            summary: c"Lists the pool's worker ids: holder, state (held, ended, released), window, fence and last renewal, in unix ms.",
+            complexity: c"O(N) where N is the number of worker ids in the pool.",
+            key_access: Some(KeyAccess::ReadOnly),
+            tips: Some(c"nondeterministic_output"),
+            args: &[ArgDoc::key("pool")],
+        },
+    },
+    lease_set_worker_entry: CommandSpec {
+        name: c"lease.setworker",
+        arity: 8,
+        handler: lease::set_worker,
+        flags: c"write deny-oom fast",
+        acl_categories: c"write fast",
+        docs: CommandDocs {
+            summary: c"Records one worker id of a pool: how the LEASE commands reach replicas and the AOF. Refused from clients.",
+            complexity: c"O(log N) where N is the number of worker ids in the pool.",
+            key_access: Some(KeyAccess::ReadWriteUpdate),
+            tips: None,
+            args: &[
+                ArgDoc::key("pool"),
+                ArgDoc::integer("worker-id"),
+                ArgDoc::integer("start"),
+                ArgDoc::integer("end"),
+                ArgDoc::integer("fence"),
+                ArgDoc::integer("renewed"),
+                ArgDoc::string("holder"),
+            ],
         },
     },
 }

@@ -16,7 +16,7 @@ use std::cell::Cell;
 use idgen_core::{KeyRecord, KeyState};
 
 use crate::datatype::encodings;
-use crate::ffi::data_type::{AofCommand, DataType, Digest, ModuleDataType, Rdb};
+use crate::ffi::data_type::{AofArgs, AofCommand, DataType, Digest, ModuleDataType, Rdb};
 use crate::state::clock;
 use crate::state::failback_marks;
 use crate::state::instance;
@@ -71,6 +71,8 @@ impl ModuleDataType for SnowflakeKey {
         &SNOWFLAKE_TYPE
     }
 
+    const HAS_AUX: bool = true;
+
     fn rdb_load(rdb: &mut Rdb<'_>, encver: i32) -> Option<Self> {
         if !encodings::readable(encver) {
             encodings::refuse_key(rdb, encver);
@@ -90,11 +92,11 @@ impl ModuleDataType for SnowflakeKey {
         rdb.save_unsigned(self.record.owner);
     }
 
-    fn aof_command(&self) -> AofCommand {
-        AofCommand {
+    fn aof_commands(&self) -> Vec<AofCommand> {
+        vec![AofCommand {
             name: c"SNOWFLAKE.SETBOUND",
-            args: [self.record.bound as i64, self.record.owner as i64],
-        }
+            args: AofArgs::Two([self.record.bound as i64, self.record.owner as i64]),
+        }]
     }
 
     fn digest(&self, digest: &mut Digest<'_>) {

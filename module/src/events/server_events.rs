@@ -13,6 +13,7 @@ use crate::ffi::key_scan::EventContext;
 use crate::ffi::server_events::{self, FlushPhase, ServerEventHandlers};
 use crate::state::failback_marks;
 use crate::state::instance;
+use crate::state::leases;
 use crate::state::replica_role;
 use crate::state::reservations;
 use crate::state::stats;
@@ -38,6 +39,8 @@ impl ServerEventHandlers for Handlers {
         // earlier term) are continued above their bound.
         instance::new_incarnation();
         identity_exchange::promoted(ctx);
+        // Grants and renewals the old master made may not have reached this node.
+        leases::fence_all();
         ctx.log_notice(&format!(
             "promoted to master: snowflake IDs and segment values continue from this \
              instance's own offset; {} segment keys continue above values this instance \

@@ -230,6 +230,34 @@ impl Call {
         }
     }
 
+    /// Propagates `command key i0 i1 i2 i3 i4 bytes` to replicas and the AOF, in place of
+    /// this call (a lease pool's worker id: `LEASE.SETWORKER`).
+    pub fn replicate_key_five_and_bytes(
+        &self,
+        command: &CStr,
+        key: Arg<'_>,
+        ints: [i64; 5],
+        bytes: &[u8],
+    ) {
+        // SAFETY: format "slllllb" takes a RedisModuleString, five long longs and a buffer as
+        // pointer and length, given in order; Redis copies the buffer before returning.
+        unsafe {
+            raw::RedisModule_Replicate.unwrap()(
+                self.ctx,
+                command.as_ptr(),
+                c"slllllb".as_ptr(),
+                key.string.as_ptr(),
+                ints[0] as c_longlong,
+                ints[1] as c_longlong,
+                ints[2] as c_longlong,
+                ints[3] as c_longlong,
+                ints[4] as c_longlong,
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+            );
+        }
+    }
+
     /// Fires a keyspace notification `event` of `class` for `key`.
     pub fn notify(&self, class: raw::NotifyEvent, event: &CStr, key: Arg<'_>) {
         // SAFETY: all pointers are valid for the call.

@@ -61,6 +61,16 @@ impl ArgDoc {
         }
     }
 
+    /// A required string (a name such as a lease holder).
+    pub const fn string(name: &'static str) -> Self {
+        ArgDoc {
+            name,
+            kind: raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+            token: None,
+            optional: false,
+        }
+    }
+
     /// An optional integer, introduced by `token` (such as `COUNT n`) or positional.
     pub const fn optional_integer(name: &'static str, token: Option<&'static CStr>) -> Self {
         ArgDoc {

@@ -8,7 +8,7 @@
 //! dropped as a `Box<T>` by `free`. A `DataType<T>` can only be made by [`DataType::new`],
 //! whose callbacks are exactly these, so a key of that Redis type holds a `T`.
 
-use std::ffi::{c_int, c_longlong, c_void, CStr};
+use std::ffi::{c_char, c_int, c_longlong, c_void, CStr};
 use std::marker::PhantomData;
 use std::ops::Deref;
 
@@ -87,12 +87,20 @@ impl Digest<'_> {
     }
 }
 
-/// The command an AOF rewrite writes for a value: `COMMAND key first second`.
+/// A command an AOF rewrite writes for a value: `COMMAND key args…`.
 pub struct AofCommand {
     /// The command's name.
     pub name: &'static CStr,
-    /// Its two integer arguments after the key.
-    pub args: [i64; 2],
+    /// Its arguments after the key.
+    pub args: AofArgs,
+}
+
+/// The shapes of arguments an AOF command can take after the key.
+pub enum AofArgs {
+    /// Two integers.
+    Two([i64; 2]),
+    /// Five integers and a byte string.
+    FiveAndBytes([i64; 5], Vec<u8>),
 }
 
 /// A Rust type stored as the values of a Redis module data type, with what Redis asks of
@@ -109,12 +117,15 @@ pub trait ModuleDataType: Clone + Sized + 'static {
     fn rdb_load(rdb: &mut Rdb<'_>, encver: i32) -> Option<Self>;
     /// Writes the value.
     fn rdb_save(&self, rdb: &mut Rdb<'_>);
-    /// The command that recreates the value in an AOF rewrite.
-    fn aof_command(&self) -> AofCommand;
+    /// The commands that recreate the value in an AOF rewrite, in order.
+    fn aof_commands(&self) -> Vec<AofCommand>;
     /// Folds the value into `DEBUG DIGEST`.
     fn digest(&self, digest: &mut Digest<'_>);
     /// The value's size for `MEMORY USAGE`.
     fn memory_usage(&self) -> usize;
+    /// Whether the type writes and reads the module's aux record (one type of the module
+    /// does).
+    const HAS_AUX: bool;
     /// Writes the module's aux record (before the keys of an RDB file or stream).
     fn aux_save(rdb: &mut Rdb<'_>);
     /// Reads the aux record written in encoding `encver`; false for a failure.
@@ -142,9 +153,21 @@ impl<T: ModuleDataType> DataType<T> {
                     mem_usage: Some(mem_usage::<T>),
                     digest: Some(digest::<T>),
                     free: Some(free::<T>),
-                    aux_load: Some(aux_load::<T>),
-                    aux_save: Some(aux_save::<T>),
-                    aux_save_triggers: raw::REDISMODULE_AUX_BEFORE_RDB as c_int,
+                    aux_load: if T::HAS_AUX {
+                        Some(aux_load::<T>)
+                    } else {
+                        None
+                    },
+                    aux_save: if T::HAS_AUX {
+                        Some(aux_save::<T>)
+                    } else {
+                        None
+                    },
+                    aux_save_triggers: if T::HAS_AUX {
+                        raw::REDISMODULE_AUX_BEFORE_RDB as c_int
+                    } else {
+                        0
+                    },
                     free_effort: None,
                     unlink: None,
                     copy: Some(copy::<T>),
@@ -255,18 +278,41 @@ unsafe extern "C" fn aof_rewrite<T: ModuleDataType>(
 ) {
     guard::or_log("rewriting a key of a module type into the AOF", (), || {
         // SAFETY: Redis passes a value of this type, alive for the callback.
-        let command = unsafe { value_at::<T>(value) }.aof_command();
-        // SAFETY: format "sll" takes a Redis string and two long longs, given in order; the
-        // pointers are the ones Redis passed, and the name is a static C string.
-        unsafe {
-            raw::RedisModule_EmitAOF.unwrap()(
-                aof,
-                command.name.as_ptr(),
-                c"sll".as_ptr(),
-                key,
-                command.args[0] as c_longlong,
-                command.args[1] as c_longlong,
-            );
+        let commands = unsafe { value_at::<T>(value) }.aof_commands();
+        for command in commands {
+            match command.args {
+                // SAFETY: format "sll" takes a Redis string and two long longs, given in
+                // order; the pointers are the ones Redis passed, and the name is a static C
+                // string.
+                AofArgs::Two([first, second]) => unsafe {
+                    raw::RedisModule_EmitAOF.unwrap()(
+                        aof,
+                        command.name.as_ptr(),
+                        c"sll".as_ptr(),
+                        key,
+                        first as c_longlong,
+                        second as c_longlong,
+                    );
+                },
+                // SAFETY: format "slllllb" takes a Redis string, five long longs and a
+                // buffer as pointer and length, given in order; the buffer lives until the
+                // call returns (Redis copies it).
+                AofArgs::FiveAndBytes(ints, bytes) => unsafe {
+                    raw::RedisModule_EmitAOF.unwrap()(
+                        aof,
+                        command.name.as_ptr(),
+                        c"slllllb".as_ptr(),
+                        key,
+                        ints[0] as c_longlong,
+                        ints[1] as c_longlong,
+                        ints[2] as c_longlong,
+                        ints[3] as c_longlong,
+                        ints[4] as c_longlong,
+                        bytes.as_ptr().cast::<c_char>(),
+                        bytes.len(),
+                    );
+                },
+            }
         }
     });
 }

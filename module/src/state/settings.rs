@@ -64,6 +64,13 @@ pub const RESTART_FENCE_NAME: &str = "snowflake-restart-fence";
 /// mode (safe only with `appendfsync always`).
 pub static SEGMENT_FENCE: Setting = Setting::new("segment-fence", DEFAULT_SEGMENT_FENCE as i64);
 
+// Leased worker ids (docs/leases.md).
+/// `idgen.lease-workers`: shard values reserved at the top of the shard field for leased
+/// worker ids (`LEASE.ACQUIRE`); 0, the default, turns leases off and reserves nothing.
+pub static LEASE_WORKERS: Setting = Setting::new("lease-workers", 0);
+/// `idgen.lease-max-ms`: the longest lease window a grant or renewal may reach past now.
+pub static LEASE_MAX_MS: Setting = Setting::new("lease-max-ms", 10_000);
+
 redis_module::enum_configuration! {
     /// What a node does when the cluster bus shows it is the later node of an identity
     /// conflict (a shared offset, another step or layout): `refuse` to issue (the default)
@@ -94,7 +101,7 @@ pub fn refuses_on_conflict() -> bool {
 pub static DEBUG_CLOCK_OFFSET_MS: Setting = Setting::new("debug-clock-offset-ms", 0);
 
 /// Every config that module arguments may set.
-pub static ALL: [&Setting; 12] = [
+pub static ALL: [&Setting; 14] = [
     &STEP,
     &OFFSET,
     &EPOCH,
@@ -106,8 +113,29 @@ pub static ALL: [&Setting; 12] = [
     &DEFAULT_SHARD,
     &MAX_DRIFT_MS,
     &SEGMENT_FENCE,
+    &LEASE_WORKERS,
+    &LEASE_MAX_MS,
     &DEBUG_CLOCK_OFFSET_MS,
 ];
+
+/// The lease settings: (worker ids reserved, longest lease in ms), or why they cannot be
+/// used at all (the band's rules with the layout are `idgen_core::LeaseBand`'s).
+pub fn lease_settings() -> Result<(u64, u64), String> {
+    let value = |setting: &Setting| {
+        u64::try_from(setting.get()).map_err(|_| {
+            format!(
+                "idgen.{} is {}; it cannot be negative",
+                setting.name,
+                setting.get()
+            )
+        })
+    };
+    let max_ms = value(&LEASE_MAX_MS)?;
+    if max_ms == 0 {
+        return Err("idgen.lease-max-ms is 0; a lease window needs at least 1 ms".into());
+    }
+    Ok((value(&LEASE_WORKERS)?, max_ms))
+}
 
 /// The debug clock offset in force, in ms.
 pub fn clock_offset_ms() -> i64 {

@@ -88,3 +88,15 @@ pub static ANNOUNCEMENTS_SENT: Counter = Counter::new();
 pub static ANNOUNCEMENTS_RECEIVED: Counter = Counter::new();
 /// Calls answered with any error.
 pub static ERRORS: Counter = Counter::new();
+
+// Leased worker ids (`LEASE.*`).
+/// Lease grants (`LEASE.ACQUIRE` answered with a worker id).
+pub static LEASE_GRANTS: Counter = Counter::new();
+/// Lease renewals.
+pub static LEASE_RENEWALS: Counter = Counter::new();
+/// Lease releases.
+pub static LEASE_RELEASES: Counter = Counter::new();
+/// Grants that took a worker id whose holder's window had ended without a release.
+pub static LEASE_EXPIRIES: Counter = Counter::new();
+/// Lease requests refused (no worker id free, window ended or fenced, not the holder).
+pub static LEASE_REFUSALS: Counter = Counter::new();
