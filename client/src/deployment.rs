@@ -20,6 +20,9 @@ pub struct NodeIdentity {
     pub layout: Layout,
     /// The ID width the layout adds up to.
     pub id_bits: u32,
+    /// Shard values the node reserves for leased worker ids (`lease-workers`; 0 when off,
+    /// and from releases before leases).
+    pub lease_workers: u64,
     /// The idgen module's version on this node (`0.2.0`). Not compared: nodes may run
     /// different versions during a rolling upgrade.
     pub module_version: String,
@@ -71,6 +74,10 @@ impl NodeIdentity {
                 },
             },
             id_bits: width("id-bits")?,
+            lease_workers: match fields.get("lease-workers") {
+                None => 0,
+                Some(_) => number("lease-workers")?,
+            },
             module_version: fields.get("version").cloned().unwrap_or_default(),
         })
     }
@@ -100,6 +107,13 @@ pub(crate) fn fits<'a>(
                 member.address,
                 member.layout,
                 member.id_bits
+            ));
+        }
+        if node.lease_workers != member.lease_workers {
+            return Err(format!(
+                "{} reserves {} shard values for leased worker ids but {} reserves {}: every \
+                 node needs the same lease-workers",
+                node.address, node.lease_workers, member.address, member.lease_workers
             ));
         }
         if node.offset == member.offset {
@@ -140,6 +154,7 @@ pub(crate) fn test_node(address: &str, step: u64, offset: u64) -> NodeIdentity {
         offset,
         layout: Layout::default(),
         id_bits: 63,
+        lease_workers: 0,
         module_version: "0.1.0".into(),
     }
 }
@@ -180,6 +195,12 @@ mod tests {
             layout.contains("b:2 has the snowflake layout") && layout.contains("same layout"),
             "{layout}"
         );
+        let mut leasing = node("b:2", 3, 1);
+        leasing.lease_workers = 16;
+        let band = check(vec![node("a:1", 3, 0), leasing])
+            .unwrap_err()
+            .to_string();
+        assert!(band.contains("same lease-workers"), "{band}");
     }
 
     #[test]

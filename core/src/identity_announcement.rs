@@ -39,6 +39,8 @@ mod tag {
     /// Nodes the sender holds must refuse to issue: each a node id (40 bytes) and the
     /// `since` (u64) of the announcement of that node the verdict was drawn on.
     pub const REFUSED: u8 = 5;
+    /// Shard values reserved for leased worker ids (u64; absent: 0).
+    pub const LEASE_WORKERS: u8 = 6;
 }
 
 /// One node's identity as it announces it, with its verdicts on others.
@@ -57,6 +59,10 @@ pub struct Announcement {
     pub layout: Layout,
     /// Its module version (shown, never compared: mixed versions are a rolling upgrade).
     pub version: String,
+    /// Shard values it reserves for leased worker ids (`lease-workers`; 0: leases off). Part
+    /// of the settings every node must share: a node that reserves fewer would hand out, as
+    /// `SNOWFLAKE.NEXT` shards, values another node leases as worker ids.
+    pub lease_workers: u64,
     /// Nodes that the sender's comparison says must refuse to issue (at most
     /// [`MAX_NAMED_REFUSALS`]): a verdict reaches the node it names through any node that
     /// hears both sides, even when the two cannot hear each other.
@@ -86,8 +92,15 @@ impl Announcement {
             identity: config.identity,
             layout: config.layout,
             version: String::new(),
+            lease_workers: 0,
             refused: Vec::new(),
         }
+    }
+
+    /// The announcement with its `lease-workers`.
+    pub fn with_lease_workers(mut self, lease_workers: u64) -> Self {
+        self.lease_workers = lease_workers;
+        self
     }
 
     /// The announcement with its module version.
@@ -140,6 +153,11 @@ impl Announcement {
             })
             .collect();
         record(&mut bytes, tag::REFUSED, &refused);
+        record(
+            &mut bytes,
+            tag::LEASE_WORKERS,
+            &self.lease_workers.to_le_bytes(),
+        );
         bytes
     }
 
@@ -153,7 +171,7 @@ impl Announcement {
             return None;
         }
         let (mut rank, mut identity, mut layout) = (None, None, None);
-        let (mut version, mut refused) = (String::new(), Vec::new());
+        let (mut version, mut refused, mut lease_workers) = (String::new(), Vec::new(), 0);
         while !rest.is_empty() {
             let (&tag, after) = rest.split_first()?;
             let len = usize::from(u16::from_le_bytes(after.get(..2)?.try_into().ok()?));
@@ -196,6 +214,7 @@ impl Announcement {
                         })
                         .collect()
                 }
+                tag::LEASE_WORKERS => lease_workers = u64_at(value, 0)?,
                 _ => {} // a later release's field
             }
         }
@@ -206,6 +225,7 @@ impl Announcement {
             identity: identity?,
             layout: layout?,
             version,
+            lease_workers,
             refused,
         })
     }
@@ -247,7 +267,9 @@ mod tests {
             identity: Identity { step: 8, offset: 3 },
             ..Config::default()
         };
-        let mut announcement = Announcement::of(&config, 17).with_version("0.3.0");
+        let mut announcement = Announcement::of(&config, 17)
+            .with_version("0.3.0")
+            .with_lease_workers(16);
         announcement.refused = ["a", "b"]
             .iter()
             .map(|id| Refused {

@@ -80,6 +80,9 @@ pub enum Disagreement {
     /// Different snowflake layouts (widths, epoch or time unit): IDs of one can equal IDs of
     /// the other.
     Layout,
+    /// Different `lease-workers`: one node's `SNOWFLAKE.NEXT` shards are another's leased
+    /// worker ids.
+    LeaseWorkers,
     /// One step, one layout and one offset: both hand out the same values.
     SharedOffset,
 }
@@ -90,6 +93,8 @@ pub fn disagreement(a: &Announcement, b: &Announcement) -> Option<Disagreement> 
         Some(Disagreement::Step)
     } else if a.layout != b.layout {
         Some(Disagreement::Layout)
+    } else if a.lease_workers != b.lease_workers {
+        Some(Disagreement::LeaseWorkers)
     } else if a.identity.offset == b.identity.offset {
         Some(Disagreement::SharedOffset)
     } else {
@@ -154,6 +159,13 @@ impl Conflict {
                 kept.announcement.layout_text(),
                 kept.name()
             ),
+            Disagreement::LeaseWorkers => format!(
+                "lease-workers {} on {} but {} on {} and most nodes",
+                node.announcement.lease_workers,
+                node.name(),
+                kept.announcement.lease_workers,
+                kept.name()
+            ),
         };
         let verdict = match (self.why, self.role) {
             (Why::Failed, _) => "is failed by the cluster and must not issue when it returns",
@@ -190,6 +202,14 @@ impl Conflict {
                 node.announcement.layout_text(),
                 kept.name(),
                 kept.announcement.layout_text()
+            ),
+            Disagreement::LeaseWorkers => format!(
+                "this node reserves {} shard values for leased worker ids but {} and most \
+                 nodes reserve {}; every node needs the same idgen.lease-workers: change it on \
+                 this node {fix}",
+                node.announcement.lease_workers,
+                kept.name(),
+                kept.announcement.lease_workers
             ),
         }
     }
@@ -243,10 +263,15 @@ impl Decision {
 }
 
 /// The settings that must agree across a deployment.
-type Settings = (u64, Layout);
+type Settings = (u64, Layout, u64);
 
 fn settings(node: &KnownNode) -> Settings {
-    (node.announcement.identity.step, node.announcement.layout)
+    let announcement = &node.announcement;
+    (
+        announcement.identity.step,
+        announcement.layout,
+        announcement.lease_workers,
+    )
 }
 
 /// The verdicts on `members` (the node itself among them). O(n log n): one sort, one pass.
@@ -413,6 +438,17 @@ mod tests {
         assert_eq!(refused(&decision), ["b"]);
         assert_eq!(decision.of("b").unwrap().why, Why::Minority);
         assert!(decision.of("b").unwrap().refusal().contains("idgen.step"));
+    }
+
+    #[test]
+    fn another_lease_band_is_a_minority_setting() {
+        let mut odd = member("c", 3, 8, 2);
+        odd.node.announcement.lease_workers = 16;
+        let decision = decide(&[member("a", 1, 8, 0), member("b", 2, 8, 1), odd]);
+        assert_eq!(refused(&decision), ["c"]);
+        let conflict = decision.of("c").unwrap();
+        assert_eq!(conflict.kind, Disagreement::LeaseWorkers);
+        assert!(conflict.refusal().contains("idgen.lease-workers"));
     }
 
     #[test]

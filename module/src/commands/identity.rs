@@ -8,11 +8,12 @@ use crate::ffi::call::Call;
 use crate::ffi::keyspace::Keyspace;
 use crate::ffi::refusal::Refusal;
 use crate::state::instance;
+use crate::state::leases;
 use crate::state::version;
 
 /// Replies with the node's identity as field/value pairs (a map for RESP3 clients), named
 /// like the settings: step, offset, epoch, time-unit-ms, time-bits, shard-bits,
-/// sequence-bits, id-bits, and the module version.
+/// sequence-bits, id-bits, lease-workers, and the module version.
 pub fn identity(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let config = instance::config();
     let layout = &config.layout;
@@ -25,6 +26,7 @@ pub fn identity(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
         ("shard-bits", u64::from(layout.shard_bits)),
         ("sequence-bits", u64::from(layout.sequence_bits)),
         ("id-bits", u64::from(config.id_bits)),
+        ("lease-workers", leases::setup().band.count),
     ];
     call.reply_map(numbers.len() + 1);
     for (name, value) in numbers {

@@ -20,6 +20,7 @@ use crate::ffi::cluster_bus::{self, ClusterMessageHandler, NodeEntry};
 use crate::ffi::guard;
 use crate::state::clock;
 use crate::state::instance;
+use crate::state::leases;
 use crate::state::peer_identities::{self, Heard, TableEntry};
 use crate::state::settings;
 use crate::state::stats;
@@ -115,7 +116,9 @@ fn follow(ctx: &Context, count: u64) {
         return;
     };
     let first = || {
-        Announcement::of(instance::config(), peer_identities::started()).with_version(version::TEXT)
+        Announcement::of(instance::config(), peer_identities::started())
+            .with_version(version::TEXT)
+            .with_lease_workers(leases::setup().band.count)
     };
     let mut changed = peer_identities::set_me(table_entry(me), first);
     let entries: Vec<TableEntry> = others.into_iter().map(table_entry).collect();
