@@ -113,6 +113,7 @@ fn add_fields(fields: &InfoFields<'_>) {
         u64::from(peer_identities::issuing_refused()),
     );
     text("identity_standing", peer_identities::standing());
+    text("identity_refusal", &peer_identities::refusal());
     number("conflict_refusals", stats::CONFLICT_REFUSALS.get());
     number("announcements_sent", stats::ANNOUNCEMENTS_SENT.get());
     number(

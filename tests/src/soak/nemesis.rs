@@ -232,6 +232,16 @@ impl Nemesis<'_> {
                 self.note(format!(
                     "{name} {label}: restarted with {mistake} {result:?}"
                 ));
+                if one_way.is_some() {
+                    // Past the 5 s a start waits to hear every node: the mistaken node now
+                    // refuses on the verdict the other nodes relay, or not at all.
+                    std::thread::sleep(Duration::from_millis(6_500));
+                    let node = self.nodes[m].lock().unwrap();
+                    let standing = node.info("idgen", "idgen_identity_standing");
+                    let why = node.info("idgen", "idgen_identity_refusal");
+                    drop(node);
+                    self.note(format!("{name} {label}: {standing:?}, {why:?}"));
+                }
                 std::thread::sleep(hold);
                 let result = {
                     let mut node = self.nodes[m].lock().unwrap();
