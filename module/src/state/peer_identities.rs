@@ -33,24 +33,14 @@ static STARTED_UNIX_MS: AtomicU64 = AtomicU64::new(0);
 /// The most conflicts `idgen_conflict_detail` spells out (then: "and N more").
 const DETAIL_LIMIT: usize = 5;
 
-/// One other node: its last announcement, and what the cluster's table says of it.
-struct Peer {
-    node: KnownNode,
-    role: Role,
-    failed: bool,
-}
-
-/// This node as the table knows it.
-struct Me {
-    node: KnownNode,
-    role: Role,
-}
-
 /// Everything known, and the conclusions drawn from it.
 struct Table {
-    me: Option<Me>,
-    /// By node id: one lookup per message, whatever the cluster's size.
-    peers: BTreeMap<String, Peer>,
+    /// This node (never failed in its own eyes).
+    me: Option<Member>,
+    /// The other nodes, by id: one lookup per message, whatever the cluster's size. Each
+    /// holds the node's last announcement, and its role and failed flag as the cluster's
+    /// table says them.
+    peers: BTreeMap<String, Member>,
     decision: Decision,
     /// Nodes this node conflicted with when it was promoted: it refuses while any of them is
     /// still a live member it conflicts with (docs/identity.md, "A replica promoted").
@@ -159,22 +149,12 @@ pub struct TableEntry {
 pub fn set_me(entry: TableEntry, first: impl FnOnce() -> Announcement) -> bool {
     TABLE.with(|table| match &mut table.me {
         Some(me) => {
-            let changed =
-                me.node.id != entry.id || me.node.address != entry.address || me.role != entry.role;
-            me.node.id = entry.id;
-            me.node.address = entry.address;
-            me.role = entry.role;
-            changed
+            let changed = me.node.id != entry.id;
+            me.node.id.clone_from(&entry.id);
+            take_table(me, &entry) || changed
         }
         None => {
-            table.me = Some(Me {
-                node: KnownNode {
-                    id: entry.id,
-                    address: entry.address,
-                    announcement: first(),
-                },
-                role: entry.role,
-            });
+            table.me = Some(member(entry, first()));
             true
         }
     })
@@ -184,28 +164,44 @@ pub fn set_me(entry: TableEntry, first: impl FnOnce() -> Announcement) -> bool {
 pub fn heard(entry: TableEntry, announcement: Announcement) -> Heard {
     TABLE.with(|table| {
         if let Some(peer) = table.peers.get_mut(&entry.id) {
-            let same = peer.node.announcement == announcement
-                && peer.role == entry.role
-                && peer.failed == entry.failed
-                && peer.node.address == entry.address;
+            let new_word = peer.node.announcement != announcement;
             peer.node.announcement = announcement;
-            peer.node.address = entry.address;
-            peer.role = entry.role;
-            peer.failed = entry.failed;
-            return if same { Heard::Same } else { Heard::Changed };
+            let moved = take_table(peer, &entry);
+            return if new_word || moved {
+                Heard::Changed
+            } else {
+                Heard::Same
+            };
         }
-        let peer = Peer {
-            node: KnownNode {
-                id: entry.id.clone(),
-                address: entry.address,
-                announcement,
-            },
-            role: entry.role,
-            failed: entry.failed,
-        };
-        table.peers.insert(entry.id, peer);
+        table
+            .peers
+            .insert(entry.id.clone(), member(entry, announcement));
         Heard::New
     })
+}
+
+/// A member from its table entry and announcement.
+fn member(entry: TableEntry, announcement: Announcement) -> Member {
+    Member {
+        node: KnownNode {
+            id: entry.id,
+            address: entry.address,
+            announcement,
+        },
+        role: entry.role,
+        failed: entry.failed,
+    }
+}
+
+/// Takes address, role and failed flag from the cluster's table; returns whether any changed.
+fn take_table(member: &mut Member, entry: &TableEntry) -> bool {
+    let changed = member.node.address != entry.address
+        || member.role != entry.role
+        || member.failed != entry.failed;
+    member.node.address.clone_from(&entry.address);
+    member.role = entry.role;
+    member.failed = entry.failed;
+    changed
 }
 
 /// Brings peers in line with the cluster's table: forgets nodes it no longer lists, takes
@@ -221,9 +217,7 @@ pub fn follow_table(entries: &[TableEntry]) -> bool {
         let mut changed = table.peers.len() != before;
         for peer in table.peers.values_mut() {
             if let Some(entry) = listed.get(peer.node.id.as_str()) {
-                changed |= peer.role != entry.role || peer.failed != entry.failed;
-                peer.role = entry.role;
-                peer.failed = entry.failed;
+                changed |= take_table(peer, entry);
             }
         }
         changed
@@ -296,22 +290,14 @@ pub fn recompute(refuse: bool, now_unix_ms: u64) -> Outcome {
 fn conclude(table: &mut Table, now_unix_ms: u64) -> bool {
     let Some(me) = &table.me else { return false };
     let mut members = Vec::with_capacity(table.peers.len() + 1);
-    members.push(Member {
-        node: me.node.clone(),
-        role: me.role,
-        failed: false,
-    });
-    members.extend(table.peers.values().map(|peer| Member {
-        node: peer.node.clone(),
-        role: peer.role,
-        failed: peer.failed,
-    }));
+    members.push(me.clone());
+    members.extend(table.peers.values().cloned());
     table.decision = decide(&members);
     let my_id = me.node.id.clone();
     let mine = me.node.announcement.clone();
-    let live = |peer: &&Peer| !peer.failed;
+    let live = |peer: &&Member| !peer.failed;
     // Verdicts of live peers that name this node (what a one-way link keeps it from seeing).
-    let named_by: Vec<&Peer> =
+    let named_by: Vec<&Member> =
         table
             .peers
             .values()
