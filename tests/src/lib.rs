@@ -29,6 +29,18 @@ pub use server::{
     module_path, previous_module_path, server_has_tls, LoadFailure, Server, ServerOptions,
 };
 pub use tls::TlsFiles;
+
+/// Module arguments for lease tests: four leased worker ids, short leases and a small drift
+/// bound, so that the fence after a start or promotion (max-drift-ms + lease-max-ms) passes
+/// in about a second.
+pub const SHORT_LEASES: [&str; 6] = [
+    "lease-workers",
+    "4",
+    "lease-max-ms",
+    "1000",
+    "max-drift-ms",
+    "100",
+];
 pub use traffic::{write_traffic, WriteTraffic};
 pub use values::{
     assert_strictly_increasing, assert_unique, count_duplicates, digest, info_field, info_line,

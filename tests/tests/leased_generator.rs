@@ -7,17 +7,8 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use idgen_client::{LeaseError, LeasedGenerator, LeasedOptions};
-use idgen_tests::Server;
+use idgen_tests::{Server, SHORT_LEASES as ARGS};
 use redis::cmd;
-
-const ARGS: [&str; 6] = [
-    "lease-workers",
-    "4",
-    "lease-max-ms",
-    "1000",
-    "max-drift-ms",
-    "100",
-];
 
 fn options(duration_ms: u64) -> LeasedOptions {
     LeasedOptions {
@@ -259,18 +250,9 @@ fn a_generator_without_a_free_worker_id_says_so() {
 #[test]
 fn a_generator_moves_to_a_promoted_replica() {
     let args = |offset: &'static str| {
-        vec![
-            "step",
-            "2",
-            "offset",
-            offset,
-            "lease-workers",
-            "4",
-            "lease-max-ms",
-            "1000",
-            "max-drift-ms",
-            "100",
-        ]
+        let mut args = vec!["step", "2", "offset", offset];
+        args.extend(ARGS);
+        args
     };
     let mut master = Server::start(&args("0"));
     let replica = Server::start_replica(&master, &args("1"));

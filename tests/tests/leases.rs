@@ -5,19 +5,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use idgen_tests::{digest, info_field, Server, ServerOptions};
+use idgen_tests::{digest, info_field, Server, ServerOptions, SHORT_LEASES as LEASES};
 use redis::{cmd, Connection, RedisResult};
-
-/// Short leases and a small drift bound, so the fence after a start (max-drift-ms +
-/// lease-max-ms) passes in about a second.
-const LEASES: [&str; 6] = [
-    "lease-workers",
-    "4",
-    "lease-max-ms",
-    "1000",
-    "max-drift-ms",
-    "100",
-];
 
 fn with_leases(extra: &[&str]) -> Vec<&'static str> {
     let mut args: Vec<&'static str> = LEASES.to_vec();
