@@ -186,6 +186,15 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
             fault.amount = 0;
         }
     }
+    if options.control_shared_offset && options.shape == Shape::Sentinel {
+        // The second step is always a replica promoted by hand: two masters on one offset for
+        // seconds, which repeats IDs surely. A split brain after a paused master alone may
+        // end before both masters answer (a CI run found no duplicate that way).
+        if let Some(step) = plan.get_mut(1) {
+            step.faults[0].kind = FaultKind::PromoteByHand;
+            step.faults[0].hold_ms = 4_000;
+        }
+    }
     let nemesis_stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
         scope.spawn(|| nemesis.run(&plan, &nemesis_stop));

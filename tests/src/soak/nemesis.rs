@@ -258,6 +258,39 @@ impl Nemesis<'_> {
                     self.note(format!("{name}: one-way cut restored {restored:?}"));
                 }
             }
+            FaultKind::PromoteByHand => {
+                let Some(m) = self.topology.master(self.nodes, fault.pick) else {
+                    return self.note(format!("{name}: no master found, skipped"));
+                };
+                let target = (0..n).map(|i| (any + i) % n).find(|&i| {
+                    i != m && self.nodes[i].lock().unwrap().role().as_deref() == Some("slave")
+                });
+                let Some(r) = target else {
+                    return self.note(format!("{name}: no replica found, skipped"));
+                };
+                let label = self.label(r);
+                let result = self.command(r, &["REPLICAOF", "NO", "ONE"]);
+                self.note(format!(
+                    "{name} {label} (REPLICAOF NO ONE for {} ms) {result:?}",
+                    fault.hold_ms
+                ));
+                std::thread::sleep(hold);
+                // Back under whichever node is the master now (Sentinel may have moved it).
+                let master = self.topology.master(self.nodes, fault.pick).unwrap_or(m);
+                let (host, port) = {
+                    let node = self.nodes[master].lock().unwrap();
+                    (node.host.clone(), node.port.to_string())
+                };
+                let result = if master == r {
+                    Ok(())
+                } else {
+                    self.command(r, &["REPLICAOF", &host, &port])
+                };
+                self.note(format!(
+                    "{name} {label}: a replica of {} again {result:?}",
+                    self.label(master)
+                ));
+            }
             FaultKind::MoveSlot => {
                 let result = self.topology.move_slot(self.nodes, fault.pick);
                 self.note(format!("{name}: {result}"));

@@ -60,6 +60,10 @@ pub enum FaultKind {
     /// Cluster only: an operator's mistake — a master restarted with another master's offset
     /// (or, half the time, with another step), and later restarted with its own again.
     IdentityMistake,
+    /// Sentinel only: an operator's mistake — `REPLICAOF NO ONE` on a replica behind
+    /// Sentinel's back, so two masters answer until the operator points it back at the
+    /// master.
+    PromoteByHand,
 }
 
 impl FaultKind {
@@ -76,6 +80,7 @@ impl FaultKind {
             FaultKind::RewriteAof => "bgrewriteaof",
             FaultKind::MoveSlot => "move-slot",
             FaultKind::IdentityMistake => "identity-mistake",
+            FaultKind::PromoteByHand => "promote-by-hand",
         }
     }
 }
@@ -98,6 +103,9 @@ pub fn kinds(cluster: bool, partitions: bool) -> Vec<FaultKind> {
     if cluster {
         kinds.push(MoveSlot);
         kinds.push(IdentityMistake);
+    } else {
+        // REPLICAOF is refused in cluster mode.
+        kinds.push(PromoteByHand);
     }
     kinds
 }
@@ -154,7 +162,8 @@ fn fault(rng: &mut Rng, kinds: &[FaultKind]) -> Fault {
         FaultKind::KillMaster
         | FaultKind::PauseMaster
         | FaultKind::Partition
-        | FaultKind::IdentityMistake => rng.between(2_000, 6_000),
+        | FaultKind::IdentityMistake
+        | FaultKind::PromoteByHand => rng.between(2_000, 6_000),
         FaultKind::ClockStep => rng.between(2_000, 8_000),
         _ => rng.between(500, 2_000),
     };
