@@ -1,7 +1,8 @@
 //! Data files written by releases of the module — an RDB and an AOF (with its RDB preamble
-//! and commands after it) holding snowflake keys, segment counters and the module's aux
-//! data — load in this release, which continues above every value they record; a file in an
-//! encoding newer than this release knows is refused with a message naming its writer.
+//! and commands after it) holding snowflake keys, segment counters, the module's aux data
+//! and (0.3.0 on) lease pools — load in this release, which continues above every value they
+//! record; a file in an encoding newer than this release knows is refused with a message
+//! naming its writer.
 //!
 //! The files live in `tests/fixtures/<release>/`, each with `expected.txt`, what the writing
 //! release had issued. Every later release's suite loads every one of them. A release adds
@@ -17,6 +18,12 @@ use redis::cmd;
 /// The identity the fixtures were written with, and every test loads them with.
 const STEP: &str = "4";
 const OFFSET: &str = "1";
+/// The lease settings of the fixtures with lease pools (0.3.0 on): a band of 8 worker ids,
+/// two of them (1017 and 1021) this offset's; short windows, so the writer waits little.
+const LEASE_ARGS: [&str; 4] = ["lease-workers", "8", "lease-max-ms", "1000"];
+/// `max-drift-ms` as the servers here run: a start fences new lease windows for
+/// `max-drift-ms + lease-max-ms`.
+const LEASE_FENCE_MS: u64 = 2000 + 1000;
 
 fn fixtures() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
@@ -49,6 +56,7 @@ fn load(dir: &Path, files: &str, aof: bool) -> Server {
     let behind_ms = now_ms() as i64 - values["max_unix_ms"] + 60_000;
     let mut options =
         ServerOptions::module(&["step", STEP, "offset", OFFSET]).load_files_from(&dir.join(files));
+    options.module_args.extend(LEASE_ARGS.map(String::from));
     options.module_args.extend(
         [
             "segment-fence",
@@ -99,6 +107,110 @@ fn check_continues_above(dir: &Path, server: &Server) {
     // remembered comes back from the aux data.
     let tickets: i64 = cmd("SEGMENT.NEXT").arg("tickets").query(&mut conn).unwrap();
     assert_eq!(tickets, values["mark.tickets"] + 4, "{}", dir.display());
+    check_lease_pools(dir, &values, &mut conn);
+}
+
+type Lease = HashMap<String, redis::Value>;
+
+fn int(lease: &Lease, field: &str) -> i64 {
+    match lease.get(field) {
+        Some(redis::Value::Int(value)) => *value,
+        other => panic!("{field} is {other:?} in {lease:?}"),
+    }
+}
+
+/// Lease pools (`lease.POOL.WORKER=end_unix_ms`, and `held.POOL.WORKER=1` for a worker still
+/// held when the files were written): `LEASE.LIST` gives back each worker's window end, and
+/// no new window overlaps one they record. The clock is set back before those windows, so
+/// only the loaded pools keep their worker ids from being granted again; the loop runs past
+/// the fence a start sets, when a lost pool would grant at once.
+fn check_lease_pools(dir: &Path, values: &HashMap<String, i64>, conn: &mut redis::Connection) {
+    let mut ends: HashMap<(String, i64), i64> = HashMap::new();
+    for (name, end) in values {
+        let Some(rest) = name.strip_prefix("lease.") else {
+            continue;
+        };
+        let (pool, worker) = rest.rsplit_once('.').expect("lease.POOL.WORKER");
+        ends.insert((pool.to_string(), worker.parse().unwrap()), *end);
+    }
+    if ends.is_empty() {
+        return; // written before lease pools existed
+    }
+    let mut pools: Vec<&String> = ends.keys().map(|(pool, _)| pool).collect();
+    pools.sort();
+    pools.dedup();
+    for pool in &pools {
+        let listed: Vec<Lease> = cmd("LEASE.LIST").arg(pool.as_str()).query(conn).unwrap();
+        let recorded = ends.keys().filter(|(p, _)| p == *pool).count();
+        assert_eq!(
+            listed.len(),
+            recorded,
+            "{}: {pool}: {listed:?}",
+            dir.display()
+        );
+        for lease in &listed {
+            let worker = int(lease, "worker");
+            let end = ends[&(pool.to_string(), worker)];
+            assert_eq!(
+                int(lease, "end_unix_ms"),
+                end,
+                "{}: {pool} worker {worker}: {lease:?}",
+                dir.display()
+            );
+            let held = values.contains_key(&format!("held.{pool}.{worker}"));
+            let holder = lease.get("holder");
+            assert_eq!(
+                held,
+                matches!(holder, Some(redis::Value::BulkString(_))),
+                "{}: {pool} worker {worker}'s holder: {lease:?}",
+                dir.display()
+            );
+        }
+    }
+    let latest_end = |worker: i64| {
+        ends.iter()
+            .filter(|((_, w), _)| *w == worker)
+            .map(|(_, end)| *end)
+            .max()
+    };
+    let started = std::time::Instant::now();
+    let mut attempts = 0;
+    while started.elapsed() < std::time::Duration::from_millis(LEASE_FENCE_MS + 1000) {
+        for pool in &pools {
+            attempts += 1;
+            let grant: redis::RedisResult<Lease> = cmd("LEASE.ACQUIRE")
+                .arg(pool.as_str())
+                .arg("after-load")
+                .query(conn);
+            match grant {
+                Ok(lease) => {
+                    let worker = int(&lease, "worker");
+                    if let Some(end) = latest_end(worker) {
+                        assert!(
+                            int(&lease, "start_unix_ms") > end,
+                            "{}: worker {worker} granted again in {pool} inside a window the \
+                             files record (ending {end}): {lease:?}",
+                            dir.display()
+                        );
+                    }
+                    let _: redis::Value = cmd("LEASE.RELEASE")
+                        .arg(pool.as_str())
+                        .arg(worker)
+                        .arg("after-load")
+                        .query(conn)
+                        .unwrap();
+                }
+                Err(error) => assert_eq!(
+                    error.code(),
+                    Some("EXHAUSTED"),
+                    "{}: {pool}: {error}",
+                    dir.display()
+                ),
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(attempts > 10);
 }
 
 #[test]
@@ -209,6 +321,23 @@ fn wait_for_no_rewrite(server: &Server) {
     }
 }
 
+/// `LEASE.ACQUIRE pool holder` once a window is free (a start fences new windows for
+/// `max-drift-ms + lease-max-ms`; a worker id is free again after its last window).
+fn acquire_when_free(conn: &mut redis::Connection, pool: &str, holder: &str) -> Lease {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match cmd("LEASE.ACQUIRE").arg(pool).arg(holder).query(conn) {
+            Ok(lease) => return lease,
+            Err(error)
+                if error.code() == Some("EXHAUSTED") && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(error) => panic!("LEASE.ACQUIRE {pool} {holder}: {error}"),
+        }
+    }
+}
+
 fn tempdir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("idgen-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -224,7 +353,9 @@ fn write_the_fixtures_of_this_release() {
         .map(PathBuf::from)
         .unwrap_or_else(idgen_tests::module_path);
     let options = |offset: &str| {
-        ServerOptions::module(&["step", STEP, "offset", offset])
+        let mut args = vec!["step", STEP, "offset", offset];
+        args.extend(LEASE_ARGS);
+        ServerOptions::module(&args)
             .module_library(library.clone())
             .server_args(&["--appendonly", "yes", "--aof-use-rdb-preamble", "yes"])
     };
@@ -272,9 +403,22 @@ fn write_the_fixtures_of_this_release() {
         .query(&mut w)
         .unwrap();
     let _: i64 = cmd("SEGMENT.NEXT").arg("invoice").query(&mut w).unwrap();
+    // Lease pools (0.3.0 on): in `workers`, one worker id held and one released, in the
+    // RDB preamble; `jobs`, after it, takes the released one once its window is over.
+    let held = acquire_when_free(&mut w, "workers", "app-1");
+    let released = acquire_when_free(&mut w, "workers", "app-2");
+    let _: redis::Value = cmd("LEASE.RELEASE")
+        .arg("workers")
+        .arg(int(&released, "worker"))
+        .arg("app-2")
+        .query(&mut w)
+        .unwrap();
+    values.push((format!("held.workers.{}", int(&held, "worker")), 1));
     wait_for_no_rewrite(&writer);
     let _: () = cmd("BGREWRITEAOF").query(&mut w).unwrap();
     wait_for_no_rewrite(&writer);
+    let job = acquire_when_free(&mut w, "jobs", "batch-1");
+    values.push((format!("held.jobs.{}", int(&job, "worker")), 1));
     // `events` is new: its first bound is written after the rewrite, into the AOF's commands.
     for key in ["orders", "users", "events"] {
         let ids: Vec<i64> = cmd("SNOWFLAKE.NEXT")
@@ -294,6 +438,13 @@ fn write_the_fixtures_of_this_release() {
     let decoded: Vec<redis::Value> = cmd("SNOWFLAKE.DECODE").arg(max_id).query(&mut w).unwrap();
     let max_unix_ms: i64 = redis::from_redis_value_ref(&decoded[1]).unwrap();
     values.push(("max_unix_ms".into(), max_unix_ms));
+    for pool in ["workers", "jobs"] {
+        let listed: Vec<Lease> = cmd("LEASE.LIST").arg(pool).query(&mut w).unwrap();
+        for lease in listed {
+            let worker = int(&lease, "worker");
+            values.push((format!("lease.{pool}.{worker}"), int(&lease, "end_unix_ms")));
+        }
+    }
     let _: () = cmd("SAVE").query(&mut w).unwrap();
     let identity: HashMap<String, String> = cmd("IDGEN.IDENTITY").query(&mut w).unwrap();
     let server: String = cmd("INFO").arg("server").query(&mut w).unwrap();
@@ -319,8 +470,10 @@ fn write_the_fixtures_of_this_release() {
         .unwrap();
     }
     let mut text = format!(
-        "# Written by idgen {} on redis-server {server_version}, step {STEP} offset {OFFSET}\n",
-        identity["version"]
+        "# Written by idgen {} on redis-server {server_version}, step {STEP} offset {OFFSET}, \
+         {}\n",
+        identity["version"],
+        LEASE_ARGS.join(" ")
     );
     for (name, value) in values {
         text.push_str(&format!("{name}={value}\n"));

@@ -4,7 +4,7 @@
 
 use std::ffi::CStr;
 
-/// The crate version, such as `0.2.0`.
+/// The crate version, such as `0.3.0`.
 pub const TEXT: &str = env!("CARGO_PKG_VERSION");
 
 /// The same as a C string, for COMMAND DOCS' `since`: every command exists since the first
@@ -33,6 +33,7 @@ mod tests {
     #[test]
     fn versions_encode_as_redis_modules_do() {
         assert_eq!(super::encode(b"0.1.0"), 100);
+        assert_eq!(super::encode(b"0.3.0"), 300);
         assert_eq!(super::encode(b"2.6.9"), 20_609);
         assert_eq!(super::encode(b"1.12.3-rc1"), 11_203);
     }
