@@ -11,9 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Release 0.1.0: main when Sentinel support was finished, before this release's changes.
-version=0.1.0
-commit=651782b676c8b062cbb43bd32ef2dda4c69012e1
+# Release 0.2.0 (CHANGELOG.md): rolling upgrades, data compatibility, CI on four servers.
+# Release 0.1.0 was 651782b676c8b062cbb43bd32ef2dda4c69012e1.
+version=0.2.0
+commit=69eb90484b9f50848c0c2e8e7b2fbc0d814d2dc7
 
 git cat-file -e "$commit^{commit}" 2>/dev/null || {
   echo "previous-release.sh: commit $commit (release $version) is not in this clone;" \
