@@ -148,7 +148,8 @@ pub enum OutputFormat {
     Base62,
 }
 
-/// `idgen decode`.
+/// `idgen decode`: with a node (--node, --cluster, --sentinel), the deployment's layout;
+/// without one, offline, with the default layout or the one these options give.
 #[derive(Debug, Args)]
 pub struct DecodeArgs {
     /// The ID: decimal, or its base32 or base62 text.
@@ -157,4 +158,29 @@ pub struct DecodeArgs {
     /// Print the parts as JSON.
     #[arg(long)]
     pub json: bool,
+
+    /// Offline: the deployment's step (all nodes share it), to name the issuing offset.
+    #[arg(long, value_name = "N")]
+    pub step: Option<u64>,
+
+    /// Offline: the layout's epoch, in unix milliseconds (default 1704067200000,
+    /// 2024-01-01).
+    #[arg(long, value_name = "UNIX_MS")]
+    pub epoch: Option<u64>,
+
+    /// Offline: bits of the time field (default 41).
+    #[arg(long, value_name = "BITS")]
+    pub time_bits: Option<u32>,
+
+    /// Offline: bits of the shard field (default 10).
+    #[arg(long, value_name = "BITS")]
+    pub shard_bits: Option<u32>,
+
+    /// Offline: bits of the sequence field (default 12).
+    #[arg(long, value_name = "BITS")]
+    pub sequence_bits: Option<u32>,
+
+    /// Offline: milliseconds in one unit of the time field (default 1).
+    #[arg(long, value_name = "MS")]
+    pub time_unit_ms: Option<u64>,
 }

@@ -61,7 +61,12 @@ impl fmt::Display for CliError {
 /// Describes a redis-rs error in one line, naming the node; tells an unreachable node
 /// apart from one that answered with an error.
 pub fn from_redis(address: &str, error: &idgen_client::redis::RedisError) -> CliError {
-    if error.is_io_error() || error.is_timeout() || error.is_connection_refusal() {
+    if error.is_connection_refusal() {
+        CliError::unreachable(format!(
+            "{address}: nothing listens there (connection refused): is the server running, \
+             and on this port?"
+        ))
+    } else if error.is_io_error() || error.is_timeout() {
         CliError::unreachable(format!("{address}: cannot reach it: {error}"))
     } else if error.kind() == idgen_client::redis::ErrorKind::Parse {
         CliError::unreachable(format!(

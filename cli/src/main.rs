@@ -105,8 +105,16 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             next::run(&target, &args, timeout).await
         }
         Command::Decode(args) => {
-            let target = Target::from_args(&cli.target, &[])?;
-            decode::run(&target, &args, timeout).await
+            // Decoding needs only a layout: a deployment's when one is named, else offline.
+            let named = !cli.target.nodes.is_empty()
+                || !cli.target.cluster.is_empty()
+                || !cli.target.sentinel.is_empty();
+            if named {
+                let target = Target::from_args(&cli.target, &[])?;
+                decode::run(&target, &args, timeout).await
+            } else {
+                decode::offline(&args)
+            }
         }
         Command::Leases(args) => {
             let target = Target::from_args(&cli.target, &[])?;

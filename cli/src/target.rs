@@ -81,6 +81,14 @@ fn parse_urls(urls: &[String]) -> Result<Vec<ConnectionInfo>, CliError> {
 }
 
 impl Target {
+    /// The addresses the command line gave: the nodes, the cluster's seeds or the sentinels.
+    pub fn addresses(&self) -> &[ConnectionInfo] {
+        match self {
+            Target::Nodes(infos) | Target::Cluster(infos) => infos,
+            Target::Sentinel { sentinels, .. } => sentinels,
+        }
+    }
+
     /// The deployment from the topology options, plus node URLs given as positional
     /// arguments (`idgen check URL URL`).
     pub fn from_args(args: &TargetArgs, positional: &[String]) -> Result<Target, CliError> {

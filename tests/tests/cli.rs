@@ -254,7 +254,10 @@ fn a_node_down_exits_2() {
     assert_eq!(json["unreachable"], true);
     let reach = finding(&json, "reach", Some(&down_address));
     assert_eq!(level(reach), "fail");
-    assert!(message(reach).contains("cannot reach it"), "{reach}");
+    assert!(
+        message(reach).contains("nothing listens there (connection refused)"),
+        "{reach}"
+    );
     assert_eq!(level(finding(&json, "reach", Some(&address(&up)))), "pass");
     // A wrong password reaches the node: a failed check (exit 1), not exit 2.
     let wrong = format!("redis://nobody:wrong@127.0.0.1:{}/", up.port());
@@ -468,6 +471,124 @@ fn next_and_decode_round_trip() {
     assert_eq!(values.len(), 2, "{segment:?}");
     assert_eq!(values[1] - values[0], 4);
     assert!(values.iter().all(|v| v % 4 == 3));
+}
+
+/// The parts `SNOWFLAKE.DECODE` gives (RESP2: a flat list of names and values).
+fn server_decode(conn: &mut redis::Connection, id: i64) -> std::collections::HashMap<String, i64> {
+    let reply: Vec<redis::Value> = cmd("SNOWFLAKE.DECODE").arg(id).query(conn).unwrap();
+    reply
+        .chunks(2)
+        .filter_map(|pair| {
+            let name: String = redis::from_redis_value_ref(&pair[0]).ok()?;
+            let value: i64 = redis::from_redis_value_ref(&pair[1]).ok()?;
+            Some((name, value))
+        })
+        .collect()
+}
+
+#[test]
+fn decode_needs_no_server_with_the_default_layout_or_one_given() {
+    // IDs from a server on the default layout and from one on another layout.
+    let default = sound_node("4", "3");
+    let other_args = [
+        "step",
+        "4",
+        "offset",
+        "2",
+        "time-unit-ms",
+        "10",
+        "time-bits",
+        "38",
+        "shard-bits",
+        "13",
+        "sequence-bits",
+        "12",
+    ];
+    let other = Server::start(&other_args);
+    for (server, options) in [
+        (&default, vec![]),
+        (
+            &other,
+            vec![
+                "--time-unit-ms",
+                "10",
+                "--time-bits",
+                "38",
+                "--shard-bits",
+                "13",
+                "--sequence-bits",
+                "12",
+            ],
+        ),
+    ] {
+        let mut conn = server.conn();
+        let id: i64 = cmd("SNOWFLAKE.NEXT")
+            .arg("orders")
+            .arg("SHARD")
+            .arg(5)
+            .query(&mut conn)
+            .unwrap();
+        let expected = server_decode(&mut conn, id);
+        let id_text = id.to_string();
+        let mut args = vec!["decode", id_text.as_str(), "--json", "--step", "4"];
+        args.extend(options.iter().copied());
+        let run = run_idgen(&args);
+        assert_eq!(run.code, Some(0), "{run:?}");
+        let parts: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|_| panic!("{run:?}"));
+        for field in ["unix_ms", "shard", "sequence", "offset"] {
+            assert_eq!(
+                parts[field], expected[field],
+                "{field}: {run:?} {expected:?}"
+            );
+        }
+        // Without --step the offset is not guessed.
+        let mut args = vec!["decode", id_text.as_str()];
+        args.extend(options.iter().copied());
+        let run = run_idgen(&args);
+        assert_eq!(run.code, Some(0), "{run:?}");
+        assert!(run.stdout.contains("give --step N"), "{run:?}");
+        assert!(run.stdout.contains("offline"), "{run:?}");
+    }
+    // A layout that cannot be, and layout options beside a node, are usage errors.
+    let wide = run_idgen(&["decode", "12345", "--time-bits", "50"]);
+    assert_eq!(wide.code, Some(64), "{wide:?}");
+    assert!(one_line_error(&wide).contains("at most 63"), "{wide:?}");
+    let both = run_idgen(&["-u", &default.url(), "decode", "12345", "--step", "4"]);
+    assert_eq!(both.code, Some(64), "{both:?}");
+}
+
+#[test]
+fn nothing_listening_is_said_plainly() {
+    // A port nothing listens on.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("redis://127.0.0.1:{port}/");
+    let address = format!("127.0.0.1:{port}: nothing listens there");
+    for args in [
+        vec!["-u", url.as_str(), "decode", "384539602628644189"],
+        vec!["-u", url.as_str(), "next", "orders"],
+        vec!["-u", url.as_str(), "next", "invoice", "--segment"],
+        vec!["-u", url.as_str(), "leases", "pool"],
+        vec!["--cluster", url.as_str(), "next", "orders"],
+        vec![
+            "--sentinel",
+            url.as_str(),
+            "--service",
+            "m",
+            "next",
+            "orders",
+        ],
+        vec!["check", url.as_str()],
+    ] {
+        let run = run_idgen(&args);
+        assert_eq!(run.code, Some(2), "{args:?}: {run:?}");
+        let said = format!("{}{}", run.stdout, run.stderr);
+        assert!(said.contains(&address), "{args:?}: {run:?}");
+        assert!(!said.contains("misconfigured"), "{args:?}: {run:?}");
+    }
 }
 
 #[test]
