@@ -3,6 +3,8 @@
 #   scripts/bench.sh            # full run (3 rounds, medians; about 6 minutes here after the build)
 #   scripts/bench.sh --quick    # a small smoke run, written to the temp directory
 set -euo pipefail
+# --help prints the comment above instead of starting the work (builds, servers, runs).
+case "${1:-}" in -h | --help) sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 scripts/deps.sh --bench
 # The floor of a module command is compared on every server CI tests.

@@ -15,9 +15,12 @@
 #   scripts/module-floor.sh [ROUNDS] [REQUESTS]            # defaults: 25 rounds of 300,000
 #   IDGEN_SERVERS="valkey-9.1" scripts/module-floor.sh     # one server (names: servers.sh names)
 set -euo pipefail
+# --help prints the comment above instead of starting the work (builds, servers, runs).
+case "${1:-}" in -h | --help) sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 rounds=${1:-25}
 requests=${2:-300000}
+case "$rounds$requests" in *[!0-9]*) echo "usage: $0 [ROUNDS] [REQUESTS] (numbers; --help)" >&2; exit 2 ;; esac
 scripts/deps.sh --bench
 [ -n "${REDIS_SERVER:-}" ] || scripts/servers.sh install
 cargo build --release -p idgen-module

@@ -13,6 +13,8 @@
 # Builds in release: the module under test is the one users load, and the million-ID
 # bursts run in a second instead of ten.
 set -euo pipefail
+# --help prints the comment above instead of starting the work (builds, servers, runs).
+case "${1:-}" in -h | --help) sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 
 cargo_args=()
