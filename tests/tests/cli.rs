@@ -589,6 +589,14 @@ fn nothing_listening_is_said_plainly() {
         assert!(said.contains(&address), "{args:?}: {run:?}");
         assert!(!said.contains("misconfigured"), "{args:?}: {run:?}");
     }
+    // `idgen check` names the one cause; the deployment-wide findings point to it.
+    let run = run_idgen(&["check", &url]);
+    for line in run.stdout.lines().filter(|line| line.starts_with("FAIL")) {
+        assert!(
+            line.contains("nothing listens there") || line.contains("no node answered (see reach)"),
+            "{line}\n{run:?}"
+        );
+    }
 }
 
 #[test]

@@ -44,6 +44,10 @@ pub fn module_findings(nodes: &[NodeFacts]) -> Vec<Finding> {
         findings.push(Finding::new(level, "module", Some(&facts.address), message));
     }
     let (level, message) = match versions.len() {
+        0 if nodes.is_empty() => (
+            Level::Fail,
+            "no node answered (see reach): no version to compare".to_string(),
+        ),
         0 => (Level::Fail, "no node reported an idgen version".to_string()),
         1 => (
             Level::Pass,
@@ -95,11 +99,16 @@ fn describe_layout(identity: &NodeIdentity) -> String {
 pub fn deployment_findings(nodes: &[NodeFacts], node_count: usize, spare: u64) -> Vec<Finding> {
     let known = identities(nodes);
     if known.is_empty() {
+        let message = if nodes.is_empty() {
+            "no node answered (see reach): no identity to compare"
+        } else {
+            "no node reported its identity; nothing to compare"
+        };
         return vec![Finding::new(
             Level::Fail,
             "identity",
             None,
-            "no node reported its identity; nothing to compare".to_string(),
+            message.to_string(),
         )];
     }
     let mut findings = Vec::new();
