@@ -474,10 +474,11 @@ fn has_number(text: &str, number: &str) -> bool {
         let before = text[..at].chars().next_back();
         let after = text[at + number.len()..].chars().next();
         let after_next = text[at + number.len()..].chars().nth(1);
-        !before.is_some_and(|c| c.is_ascii_digit() || c == '.' || c == ',')
-            && !after.is_some_and(|c| c.is_ascii_digit())
-            && !(matches!(after, Some('.') | Some(','))
-                && after_next.is_some_and(|c| c.is_ascii_digit()))
+        let joined_before = before.is_some_and(|c| c.is_ascii_digit() || c == '.' || c == ',');
+        let digit_after = after.is_some_and(|c| c.is_ascii_digit());
+        let continues = matches!(after, Some('.') | Some(','))
+            && after_next.is_some_and(|c| c.is_ascii_digit());
+        !(joined_before || digit_after || continues)
     })
 }
 
