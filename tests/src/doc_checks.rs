@@ -404,6 +404,49 @@ pub fn unknown_settings(pages: &[Page], is_known: &dyn Fn(&str) -> bool) -> Vec<
     failures
 }
 
+/// The `idgen_…` names a page uses, with their lines: INFO fields, the exporter script's
+/// keys, or crate paths (`idgen_client::…`).
+pub fn info_fields_named(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (at, _) in text.match_indices("idgen_") {
+        if at > 0 {
+            let before = text[..at].chars().next_back().unwrap();
+            if before.is_alphanumeric() || before == '_' || before == '.' {
+                continue;
+            }
+        }
+        let name: String = text[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+            .collect();
+        if name.ends_with('_') {
+            continue; // a family: `idgen_lease_*`
+        }
+        found.push((line_of(text, at), name));
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// `idgen_…` names in the pages that are neither an INFO field of the live module nor
+/// otherwise known (`is_known`: the exporter script's keys, the crates).
+pub fn unknown_info_fields(pages: &[Page], is_known: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let mut failures = Vec::new();
+    for page in pages {
+        for (line, name) in info_fields_named(&page.text) {
+            if !is_known(&name) {
+                failures.push(format!(
+                    "{}:{line}: {name} is not a field of INFO idgen, a key of the exporter \
+                     script or a crate",
+                    page.path
+                ));
+            }
+        }
+    }
+    failures
+}
+
 /// A measured figure in prose: a multiplier (`5.95×`), a rate (`10.23 M IDs/s`, `1,000 IDs a
 /// second`) or a ratio (`0.94`). Returns (byte offset, the figure as written, its number).
 pub fn figures(prose: &str) -> Vec<(usize, String, String)> {
@@ -752,6 +795,24 @@ mod tests {
         assert_eq!(failures.len(), 2, "{failures:#?}");
         assert!(failures.iter().any(|f| f.contains("`identity-policy`")));
         assert!(failures.iter().any(|f| f.contains("`segment-fences`")));
+    }
+
+    #[test]
+    fn an_unknown_info_field_is_caught() {
+        let known = |name: &str| ["idgen_warnings", "idgen_client"].contains(&name);
+        let good = vec![page(
+            "docs/x.md",
+            "`idgen_warnings`, idgen_client::Client, libidgen_previous.so, `idgen_lease_*`.\n",
+        )];
+        assert_eq!(unknown_info_fields(&good, &known), Vec::<String>::new());
+        let planted = vec![page(
+            "docs/x.md",
+            "Watch `idgen_warning` and\nidgen_drifts.\n",
+        )];
+        let failures = unknown_info_fields(&planted, &known);
+        assert_eq!(failures.len(), 2, "{failures:#?}");
+        assert!(failures[0].starts_with("docs/x.md:1: idgen_warning "));
+        assert!(failures[1].starts_with("docs/x.md:2: idgen_drifts "));
     }
 
     #[test]

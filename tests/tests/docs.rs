@@ -784,7 +784,7 @@ fn crates_and_features() -> Vec<String> {
 }
 
 #[test]
-fn every_command_and_setting_named_in_the_docs_exists_in_the_live_module() {
+fn every_command_setting_and_info_field_named_in_the_docs_exists_in_the_live_module() {
     let pages: Vec<_> = doc_checks::pages(&root())
         .into_iter()
         // History: the CHANGELOG names what releases had, renamed settings included.
@@ -838,11 +838,35 @@ fn every_command_and_setting_named_in_the_docs_exists_in_the_live_module() {
     failures.extend(doc_checks::unknown_settings(&pages, &|name| {
         known.contains(name)
     }));
+
+    // INFO fields: what the live module reports, the keys the exporter script returns
+    // (scripts/monitoring/idgen.lua), and the crates' paths (`idgen_client::…`).
+    let info: String = redis::cmd("INFO").arg("idgen").query(&mut conn).unwrap();
+    let mut fields: BTreeSet<String> = info
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(k, _)| k.to_string()))
+        .collect();
+    let script = std::fs::read_to_string(root().join("scripts/monitoring/idgen.lua"))
+        .expect("read scripts/monitoring/idgen.lua");
+    fields.extend(
+        script
+            .split('\'')
+            .skip(1)
+            .step_by(2)
+            .filter(|s| s.starts_with("idgen_"))
+            .map(str::to_string),
+    );
+    fields.extend(crates_and_features().iter().map(|c| c.replace('-', "_")));
+    failures.extend(doc_checks::unknown_info_fields(&pages, &|name| {
+        fields.contains(name)
+    }));
     println!(
-        "names: {} commands known to the module, {} setting-like names in the docs, {} known",
+        "names: {} commands known to the module, {} setting-like names in the docs, {} known, \
+         {} INFO fields, exporter keys and crates",
         commands.len(),
         named.len(),
-        known.len()
+        known.len(),
+        fields.len()
     );
     assert!(
         failures.is_empty(),
