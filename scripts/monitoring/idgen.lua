@@ -6,7 +6,7 @@
 -- idgen_clock_paced, idgen_conflicts, ...) under its own name, plus:
 --   idgen_module_loaded            1 if the node has the idgen module, 0 if not
 --   idgen_warnings_count           how many guarantees the node's settings put at risk
---   idgen_identity_policy_refuse   1 if identity-policy is refuse, 0 if warn (when reported)
+--   idgen_identity_policy_refuse   1 if identity-conflicts is refuse, 0 if warn (when reported)
 -- Text fields (the epoch's date, the warnings' wording) are left out: the exporter parses
 -- every value as a number and drops the whole script's output if one is not.
 -- Reads only INFO: safe under EVAL_RO and on replicas.

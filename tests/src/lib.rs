@@ -10,6 +10,7 @@
 
 mod acl;
 mod cluster;
+pub mod doc_checks;
 mod idgen_tool;
 mod node_clients;
 mod sentinel;

@@ -416,6 +416,11 @@ fn conflicts_the_nodes_report_fail_the_check() {
                 message(failing[0]).contains("identity conflicts"),
                 "{json:#}"
             );
+            // It names the setting as operators write it (it once said identity-policy).
+            assert!(
+                message(failing[0]).contains("(identity-conflicts refuse)"),
+                "{json:#}"
+            );
             return;
         }
         assert!(

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use idgen_client::{Client, SegmentOptions, Topology};
 use idgen_core::IdFormat;
+use idgen_tests::doc_checks;
 use idgen_tests::transcripts::{documented_files, read_document, Document, Step};
 use idgen_tests::{module_path, Server, ServerOptions};
 
@@ -693,4 +694,215 @@ fn a_changed_reply_is_caught() {
     };
     let actual = redis_cli(server.port(), None, &string.command);
     assert!(compare_snowflake_reply(&mut conn, &string, &actual).is_err());
+}
+
+// The docs' own text: links, names, figures, length. The checks are in
+// tests/src/doc_checks.rs, where unit tests show each failing on a planted error.
+
+#[test]
+fn every_internal_link_reaches_a_file_and_a_heading() {
+    let root = root();
+    let pages = doc_checks::pages(&root);
+    let failures = doc_checks::broken_links(&pages, &doc_checks::file_exists(&root));
+    let links: usize = pages.iter().map(|p| doc_checks::links(&p.text).len()).sum();
+    println!("links: {} pages, {links} links", pages.len());
+    assert!(
+        failures.is_empty(),
+        "{} broken links:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Hyphenated names in code spans that are neither idgen's settings nor the server's, each
+/// with what it is. (Crates, the client's features and the soak's fault names are read from
+/// the source instead.)
+const OTHER_HYPHENATED_NAMES: &[(&str, &str)] = &[
+    ("allkeys-lru", "a value of Redis's maxmemory-policy"),
+    ("allow-busy", "a flag of Redis module commands"),
+    ("deny-oom", "a flag of Redis module commands"),
+    ("apt-get", "Debian's package tool"),
+    ("docker-compose", "a program"),
+    ("redis-cli", "a program"),
+    ("redis-server", "a program"),
+    ("redis-benchmark", "a program"),
+    ("redis-sentinel", "a Debian package"),
+    ("redis-tools", "a Debian package"),
+    ("golang-go", "a Debian package"),
+    ("libclang-dev", "a Debian package"),
+    ("redis-module", "the Rust crate the module is built on"),
+    ("rust-version", "a Cargo.toml field"),
+    ("default-features", "a Cargo.toml field"),
+    ("down-after-milliseconds", "a Sentinel setting"),
+    ("failover-timeout", "a Sentinel setting"),
+    ("parallel-syncs", "a Sentinel setting"),
+    ("soak-c", "a network namespace the soak creates"),
+];
+
+/// Hyphenated string literals of a Rust source file (the soak's fault names).
+fn hyphenated_literals(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| {
+            s.contains('-')
+                && !s.starts_with('-')
+                && s.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The workspace's crate names and the client's Cargo features.
+fn crates_and_features() -> Vec<String> {
+    let mut names = Vec::new();
+    for manifest in ["core", "client", "module", "cli", "tests", "bench"] {
+        let text =
+            std::fs::read_to_string(root().join(manifest).join("Cargo.toml")).unwrap_or_default();
+        let mut in_features = false;
+        for line in text.lines() {
+            let line = line.trim();
+            if line.starts_with('[') {
+                in_features = line == "[features]";
+                continue;
+            }
+            if let Some(name) = line
+                .strip_prefix("name = \"")
+                .and_then(|r| r.strip_suffix('"'))
+            {
+                names.push(name.to_string());
+            }
+            if in_features {
+                if let Some((feature, _)) = line.split_once('=') {
+                    names.push(feature.trim().to_string());
+                }
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_command_setting_and_info_field_named_in_the_docs_exists_in_the_live_module() {
+    let pages: Vec<_> = doc_checks::pages(&root())
+        .into_iter()
+        // History: the CHANGELOG names what releases had, renamed settings included.
+        .filter(|p| p.path != "CHANGELOG.md")
+        .collect();
+    let server = Server::start(&[]);
+    let mut conn = server.conn();
+
+    let commands: Vec<String> = redis::cmd("COMMAND").arg("LIST").query(&mut conn).unwrap();
+    let commands: BTreeSet<String> = commands.into_iter().map(|c| c.to_lowercase()).collect();
+    let mut failures = doc_checks::unknown_commands(&pages, &commands);
+
+    // A setting is idgen's when `CONFIG GET idgen.<name>` answers it by its exact name: that
+    // also finds the hidden test setting (debug-clock-offset-ms), which `CONFIG GET idgen.*`
+    // does not list.
+    let mut config_get = |name: &str| -> bool {
+        let reply: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg(name)
+            .query(&mut conn)
+            .unwrap_or_default();
+        !reply.is_empty()
+    };
+    let mut others: BTreeSet<String> = OTHER_HYPHENATED_NAMES
+        .iter()
+        .map(|(name, _)| name.to_string())
+        .collect();
+    others.extend(crates_and_features());
+    let soak = root().join("tests/src/soak");
+    for entry in std::fs::read_dir(&soak)
+        .expect("read tests/src/soak")
+        .flatten()
+    {
+        others.extend(hyphenated_literals(&entry.path()));
+    }
+    let named: BTreeSet<String> = pages
+        .iter()
+        .flat_map(|p| doc_checks::settings_named(&p.text))
+        .map(|(_, name)| name)
+        .collect();
+    let known: BTreeSet<String> = named
+        .iter()
+        .filter(|name| {
+            others.contains(*name)
+                || commands.contains(&format!("idgen.{name}"))
+                || config_get(&format!("idgen.{name}"))
+                || config_get(name)
+        })
+        .cloned()
+        .collect();
+    failures.extend(doc_checks::unknown_settings(&pages, &|name| {
+        known.contains(name)
+    }));
+
+    // INFO fields: what the live module reports, the keys the exporter script returns
+    // (scripts/monitoring/idgen.lua), and the crates' paths (`idgen_client::…`).
+    let info: String = redis::cmd("INFO").arg("idgen").query(&mut conn).unwrap();
+    let mut fields: BTreeSet<String> = info
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(k, _)| k.to_string()))
+        .collect();
+    let script = std::fs::read_to_string(root().join("scripts/monitoring/idgen.lua"))
+        .expect("read scripts/monitoring/idgen.lua");
+    fields.extend(
+        script
+            .split('\'')
+            .skip(1)
+            .step_by(2)
+            .filter(|s| s.starts_with("idgen_"))
+            .map(str::to_string),
+    );
+    fields.extend(crates_and_features().iter().map(|c| c.replace('-', "_")));
+    failures.extend(doc_checks::unknown_info_fields(&pages, &|name| {
+        fields.contains(name)
+    }));
+    println!(
+        "names: {} commands known to the module, {} setting-like names in the docs, {} known, \
+         {} INFO fields, exporter keys and crates",
+        commands.len(),
+        named.len(),
+        known.len(),
+        fields.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} names in the docs that the module does not have:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn measured_figures_are_stated_in_benchmarks_md_only() {
+    let pages = doc_checks::pages(&root());
+    let failures = doc_checks::misplaced_figures(&pages);
+    assert!(
+        failures.is_empty(),
+        "{} figures outside BENCHMARKS.md (the rule is in tests/src/doc_checks.rs, \
+         misplaced_figures):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn the_readme_is_short_and_no_sentence_of_it_or_the_tutorial_is_long() {
+    let pages = doc_checks::pages(&root());
+    let readme = pages.iter().find(|p| p.path == "README.md").unwrap();
+    // As `wc -w README.md` counts: every word of the file, code and transcripts included.
+    let words = readme.text.split_whitespace().count();
+    let mut failures = Vec::new();
+    if words > 1000 {
+        failures.push(format!("README.md has {words} words (at most 1,000)"));
+    }
+    for path in ["README.md", "docs/tutorial.md"] {
+        let page = pages.iter().find(|p| p.path == path).unwrap();
+        failures.extend(doc_checks::long_sentences(page, 40));
+    }
+    println!("README.md: {words} words");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -67,7 +67,7 @@ pub fn findings(facts: &NodeFacts) -> Vec<Finding> {
                 "conflicts",
                 node,
                 format!(
-                    "{count} identity conflicts: {detail}; this node {} (identity-policy \
+                    "{count} identity conflicts: {detail}; this node {} (identity-conflicts \
                      {policy}); fix the offset, step or layout named and restart that node",
                     if refusing {
                         "refuses to issue"
