@@ -29,6 +29,7 @@ mod layout;
 mod lease;
 mod reservation;
 mod segment;
+mod settings;
 mod snowflake;
 pub mod utc;
 mod worker_lease;
@@ -48,6 +49,7 @@ pub use reservation::{
     MAX_AHEAD, SHRINK_AFTER_MS,
 };
 pub use segment::{continue_above, next_range, SegmentRange, MAX_SEGMENT_COUNT};
+pub use settings::{listed_names, non_negative, Setting, SettingId, SettingKind, SETTINGS};
 pub use snowflake::{
     Batch, BatchIds, Clocks, Now, Position, Request, SnowflakeSequence, MAX_SNOWFLAKE_COUNT,
 };
