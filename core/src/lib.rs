@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod commands;
 mod config;
 mod error;
 mod id_text;

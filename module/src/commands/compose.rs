@@ -3,7 +3,10 @@
 //! this instance's layout, for time-range queries and backfills. Neither reads or writes
 //! any key, nor touches the instance's sequence.
 
-use crate::commands::args::{id_format, parse_options, FORMAT};
+use idgen_core::commands::OptionValue;
+use idgen_core::IdFormat;
+
+use crate::commands::args::parse_options;
 use crate::ffi::call::Call;
 use crate::ffi::keyspace::Keyspace;
 use crate::ffi::refusal::Refusal;
@@ -26,16 +29,22 @@ fn non_negative(call: &Call, index: usize, what: &str) -> Result<u64, Refusal> {
         })
 }
 
+/// The `FORMAT` option from argument `first` on.
+fn format_option(call: &Call, first: usize) -> Result<Option<IdFormat>, Refusal> {
+    let [format] = parse_options(call, first)?;
+    Ok(format.and_then(OptionValue::format))
+}
+
 /// `SNOWFLAKE.RANGE from-unix-ms to-unix-ms [FORMAT …]`: the lowest and the highest ID whose
 /// time lies in the window (both ends included), for `WHERE id BETWEEN lowest AND highest`.
 pub fn range(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let from = non_negative(call, 1, "from-unix-ms")?;
     let to = non_negative(call, 2, "to-unix-ms")?;
-    let [format] = parse_options(call, "SNOWFLAKE.RANGE", 3, [&FORMAT])?;
+    let format = format_option(call, 3)?;
     let (lowest, highest) = instance::config().layout.window(from, to)?;
     call.reply_array(2);
-    call.reply_id_in(lowest, format.map(id_format));
-    call.reply_id_in(highest, format.map(id_format));
+    call.reply_id_in(lowest, format);
+    call.reply_id_in(highest, format);
     Ok(())
 }
 
@@ -44,13 +53,13 @@ pub fn compose(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let unix_ms = non_negative(call, 1, "unix-ms")?;
     let shard = non_negative(call, 2, "shard")?;
     let sequence = non_negative(call, 3, "sequence")?;
-    let [format] = parse_options(call, "SNOWFLAKE.COMPOSE", 4, [&FORMAT])?;
+    let format = format_option(call, 4)?;
     if leases::reserved(shard) {
         return Err(leases::reserved_shard_refusal(shard));
     }
     let id = instance::config()
         .layout
         .compose_fields(unix_ms, shard, sequence)?;
-    call.reply_id_in(id, format.map(id_format));
+    call.reply_id_in(id, format);
     Ok(())
 }

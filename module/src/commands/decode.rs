@@ -1,8 +1,9 @@
 //! `SNOWFLAKE.DECODE id [FORMAT decimal|base32|base62]`.
 
+use idgen_core::commands::OptionValue;
 use idgen_core::utc::format_unix_ms;
 
-use crate::commands::args::{id_format, parse_options, FORMAT};
+use crate::commands::args::parse_options;
 use crate::ffi::call::Call;
 use crate::ffi::keyspace::Keyspace;
 use crate::ffi::refusal::Refusal;
@@ -13,8 +14,8 @@ use crate::state::leases;
 /// is an integer, or a string in the given FORMAT.
 pub fn decode(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let config = instance::config();
-    let [format] = parse_options(call, "SNOWFLAKE.DECODE", 2, [&FORMAT])?;
-    let id = match format.map(id_format) {
+    let [format] = parse_options(call, 2)?;
+    let id = match format.and_then(OptionValue::format) {
         Some(format) => {
             let text = String::from_utf8_lossy(call.arg_bytes(1));
             format

@@ -8,6 +8,7 @@ use std::ffi::{c_char, c_int, c_longlong, CStr, CString};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
+use idgen_core::commands::Command;
 use idgen_core::IdFormat;
 use redis_module::{raw, Context, ContextFlags};
 
@@ -40,6 +41,8 @@ pub struct Call {
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: usize,
+    /// The command's declaration.
+    command: &'static Command,
     /// The context flags, asked of Redis once per call (a batch reply consults them per ID).
     flags: Cell<Option<c_int>>,
     /// Whether the call runs inside a script, once known (a batch reply asks per ID).
@@ -55,14 +58,21 @@ impl Call {
         ctx: *mut raw::RedisModuleCtx,
         argv: *mut *mut raw::RedisModuleString,
         argc: c_int,
+        command: &'static Command,
     ) -> Self {
         Call {
             ctx,
             argv,
             argc: usize::try_from(argc).unwrap_or(0),
+            command,
             flags: Cell::new(None),
             from_script: Cell::new(None),
         }
+    }
+
+    /// The running command's declaration.
+    pub fn command(&self) -> &'static Command {
+        self.command
     }
 
     /// Number of arguments, the command name included.
@@ -258,8 +268,11 @@ impl Call {
         }
     }
 
-    /// Fires a keyspace notification `event` of `class` for `key`.
-    pub fn notify(&self, class: raw::NotifyEvent, event: &CStr, key: Arg<'_>) {
+    /// Fires the command's keyspace notification (its declared event) of `class` for `key`.
+    pub fn notify(&self, class: raw::NotifyEvent, key: Arg<'_>) {
+        let Some(event) = self.command.event else {
+            return;
+        };
         // SAFETY: all pointers are valid for the call.
         unsafe {
             raw::RedisModule_NotifyKeyspaceEvent.unwrap()(
