@@ -5,9 +5,14 @@
 //! The arithmetic lives in `idgen-core`; this crate binds it to Redis: configs, commands,
 //! the `snowflake` key type, replication of effects and `INFO idgen`.
 
+// `unsafe` only in `ffi/`, the binding to the module API: the compiler holds every other
+// layer to safe code (the `command_table!` macro allows it on the entry points it expands).
+#![deny(unsafe_code)]
+
 mod commands;
 mod datatype;
 mod events;
+#[allow(unsafe_code)]
 mod ffi;
 mod state;
 

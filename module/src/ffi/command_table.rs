@@ -88,6 +88,8 @@ macro_rules! command_table {
             /// # Safety
             /// Called by Redis only, for this command, with the call's context and arguments
             /// (`dispatch` guards the handler against panics).
+            // The one `unsafe` outside `ffi/`, written here: the crate denies it elsewhere.
+            #[allow(unsafe_code)]
             unsafe extern "C" fn $entry(
                 ctx: *mut redis_module::raw::RedisModuleCtx,
                 argv: *mut *mut redis_module::raw::RedisModuleString,
