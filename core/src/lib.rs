@@ -26,6 +26,7 @@ mod id_text;
 mod identity_announcement;
 mod identity_verdict;
 mod integer;
+pub mod key_slot;
 mod layout;
 mod lease;
 mod reservation;
