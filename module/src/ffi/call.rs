@@ -15,6 +15,60 @@ use redis_module::{raw, Context, ContextFlags};
 use crate::ffi::connected_clients;
 use crate::ffi::refusal::Refusal;
 
+/// What a handler reads from a call and replies to it: the running [`Call`], or a stand-in
+/// that records the replies in unit tests, so handlers are tested without a server.
+pub trait Request {
+    /// The running command's declaration.
+    fn command(&self) -> &'static Command;
+    /// Number of arguments, the command name included.
+    fn argc(&self) -> usize;
+    /// The bytes of argument `index` (below `argc`).
+    fn arg_bytes(&self, index: usize) -> &[u8];
+    /// Argument `index` as an integer, parsed as Redis parses integers.
+    fn arg_integer(&self, index: usize) -> Option<i64>;
+    /// Replies with an integer.
+    fn reply_integer(&self, value: i64);
+    /// Replies with a bulk string.
+    fn reply_bulk(&self, text: &str);
+    /// Starts an array reply of `len` elements.
+    fn reply_array(&self, len: usize);
+    /// Starts a map reply of `len` pairs.
+    fn reply_map(&self, len: usize);
+    /// Replies with a snowflake ID, as an integer (a string in scripts) or in `format`.
+    fn reply_id_in(&self, id: u64, format: Option<IdFormat>);
+}
+
+impl Request for Call {
+    fn command(&self) -> &'static Command {
+        Call::command(self)
+    }
+    fn argc(&self) -> usize {
+        Call::argc(self)
+    }
+    fn arg_bytes(&self, index: usize) -> &[u8] {
+        Call::arg_bytes(self, index)
+    }
+    fn arg_integer(&self, index: usize) -> Option<i64> {
+        Call::arg_integer(self, index)
+    }
+    fn reply_integer(&self, value: i64) {
+        Call::reply_integer(self, value)
+    }
+    fn reply_bulk(&self, text: &str) {
+        Call::reply_bulk(self, text)
+    }
+    fn reply_array(&self, len: usize) {
+        Call::reply_array(self, len)
+    }
+    fn reply_map(&self, len: usize) {
+        Call::reply_map(self, len)
+    }
+    #[inline(always)]
+    fn reply_id_in(&self, id: u64, format: Option<IdFormat>) {
+        Call::reply_id_in(self, id, format)
+    }
+}
+
 /// An argument of the running command: a Redis string that lives as long as the call.
 #[derive(Clone, Copy)]
 pub struct Arg<'call> {

@@ -83,7 +83,7 @@ pub unsafe fn dispatch(
 /// command's declaration, and its row in `COMMANDS`, from which `register_all` creates the
 /// command. A command's facts are written once, in its declaration.
 macro_rules! command_table {
-    (on_error: $on_error:path; $($entry:ident: $command:path => $handler:path,)+) => {
+    (on_error: $on_error:path; $($entry:ident: $command:path => $handler:expr,)+) => {
         $(
             /// # Safety
             /// Called by Redis only, for this command, with the call's context and arguments
