@@ -37,3 +37,16 @@ command_table! {
 pub fn register_all(ctx: &Context) -> Result<(), String> {
     command_table::register_all(ctx, COMMANDS, version::SINCE)
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_declared_command_has_a_handler_once() {
+        let registered: Vec<&str> = super::COMMANDS.iter().map(|(c, _)| c.name()).collect();
+        let declared: Vec<&str> = idgen_core::commands::COMMANDS
+            .iter()
+            .map(|c| c.name())
+            .collect();
+        assert_eq!(registered, declared);
+    }
+}
