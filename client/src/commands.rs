@@ -25,28 +25,31 @@ use idgen_core::IdFormat;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, RedisFuture, ToRedisArgs};
 
-/// The module's command names and argument words: the one place the client spells them.
-/// Every command it sends — from [`crate::Client`], the local buffers, the identity check and
-/// [`IdgenAsyncCommands`] — is built from these by [`build`].
+/// The module's command names and argument words, from their declarations in
+/// `idgen_core::commands` (shared with the module). Every command the client sends — from
+/// [`crate::Client`], the local buffers, the identity check and [`IdgenAsyncCommands`] — is
+/// built from these by [`build`].
 pub(crate) mod names {
+    use idgen_core::commands as declared;
+
     /// One snowflake ID, or a batch with `COUNT`.
-    pub(crate) const SNOWFLAKE_NEXT: &str = "SNOWFLAKE.NEXT";
+    pub(crate) const SNOWFLAKE_NEXT: &str = declared::SNOWFLAKE_NEXT.name();
     /// One segment value, or a range with `COUNT`.
-    pub(crate) const SEGMENT_NEXT: &str = "SEGMENT.NEXT";
+    pub(crate) const SEGMENT_NEXT: &str = declared::SEGMENT_NEXT.name();
     /// An ID's parts.
-    pub(crate) const SNOWFLAKE_DECODE: &str = "SNOWFLAKE.DECODE";
+    pub(crate) const SNOWFLAKE_DECODE: &str = declared::SNOWFLAKE_DECODE.name();
     /// The lowest and highest ID of a time window.
-    pub(crate) const SNOWFLAKE_RANGE: &str = "SNOWFLAKE.RANGE";
+    pub(crate) const SNOWFLAKE_RANGE: &str = declared::SNOWFLAKE_RANGE.name();
     /// The ID with given fields.
-    pub(crate) const SNOWFLAKE_COMPOSE: &str = "SNOWFLAKE.COMPOSE";
+    pub(crate) const SNOWFLAKE_COMPOSE: &str = declared::SNOWFLAKE_COMPOSE.name();
     /// A node's step, offset, layout and module version.
-    pub(crate) const IDGEN_IDENTITY: &str = "IDGEN.IDENTITY";
+    pub(crate) const IDGEN_IDENTITY: &str = declared::IDGEN_IDENTITY.name();
     /// How many IDs or values (`SNOWFLAKE.NEXT`, `SEGMENT.NEXT`).
-    pub(crate) const COUNT: &str = "COUNT";
+    pub(crate) const COUNT: &str = declared::COUNT.word;
     /// The shard field (`SNOWFLAKE.NEXT`).
-    pub(crate) const SHARD: &str = "SHARD";
+    pub(crate) const SHARD: &str = declared::SHARD.word;
     /// The reply's text form (`SNOWFLAKE.NEXT`).
-    pub(crate) const FORMAT: &str = "FORMAT";
+    pub(crate) const FORMAT: &str = declared::FORMAT.word;
 }
 
 /// `Cmd` builders for the module's commands, for pipelines and cluster pipelines:
@@ -55,53 +58,52 @@ pub mod build {
     use super::names::*;
     use super::*;
 
+    /// `name first`: a command and its first argument (a key, or an ID).
+    fn command<A: ToRedisArgs>(name: &str, first: A) -> Cmd {
+        let mut cmd = redis::cmd(name);
+        cmd.arg(first);
+        cmd
+    }
+
+    /// `cmd word value`: `cmd` with an option added.
+    fn with<V: ToRedisArgs>(mut cmd: Cmd, word: &str, value: V) -> Cmd {
+        cmd.arg(word).arg(value);
+        cmd
+    }
+
     /// `SNOWFLAKE.NEXT key`
     pub fn snowflake_next<K: ToRedisArgs>(key: K) -> Cmd {
-        let mut cmd = redis::cmd(SNOWFLAKE_NEXT);
-        cmd.arg(key);
-        cmd
+        command(SNOWFLAKE_NEXT, key)
     }
 
     /// `SNOWFLAKE.NEXT key COUNT count`
     pub fn snowflake_next_count<K: ToRedisArgs>(key: K, count: u32) -> Cmd {
-        let mut cmd = snowflake_next(key);
-        cmd.arg(COUNT).arg(count);
-        cmd
+        with(snowflake_next(key), COUNT, count)
     }
 
     /// `SNOWFLAKE.NEXT key COUNT count SHARD shard`
     pub fn snowflake_next_in_shard<K: ToRedisArgs>(key: K, count: u32, shard: u64) -> Cmd {
-        let mut cmd = snowflake_next_count(key, count);
-        cmd.arg(SHARD).arg(shard);
-        cmd
+        with(snowflake_next_count(key, count), SHARD, shard)
     }
 
     /// `SNOWFLAKE.NEXT key FORMAT format`: the ID as a string.
     pub fn snowflake_next_as<K: ToRedisArgs>(key: K, format: IdFormat) -> Cmd {
-        let mut cmd = snowflake_next(key);
-        cmd.arg(FORMAT).arg(format.name());
-        cmd
+        with(snowflake_next(key), FORMAT, format.name())
     }
 
     /// `SEGMENT.NEXT key`
     pub fn segment_next<K: ToRedisArgs>(key: K) -> Cmd {
-        let mut cmd = redis::cmd(SEGMENT_NEXT);
-        cmd.arg(key);
-        cmd
+        command(SEGMENT_NEXT, key)
     }
 
     /// `SEGMENT.NEXT key COUNT count`: the range `[first, last, step]`.
     pub fn segment_next_count<K: ToRedisArgs>(key: K, count: u64) -> Cmd {
-        let mut cmd = segment_next(key);
-        cmd.arg(COUNT).arg(count);
-        cmd
+        with(segment_next(key), COUNT, count)
     }
 
     /// `SNOWFLAKE.DECODE id`
     pub fn snowflake_decode(id: i64) -> Cmd {
-        let mut cmd = redis::cmd(SNOWFLAKE_DECODE);
-        cmd.arg(id);
-        cmd
+        command(SNOWFLAKE_DECODE, id)
     }
 
     /// `SNOWFLAKE.RANGE from-unix-ms to-unix-ms`

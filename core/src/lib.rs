@@ -19,16 +19,19 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod commands;
 mod config;
 mod error;
 mod id_text;
 mod identity_announcement;
 mod identity_verdict;
 mod integer;
+pub mod key_slot;
 mod layout;
 mod lease;
 mod reservation;
 mod segment;
+mod settings;
 mod snowflake;
 pub mod utc;
 mod worker_lease;
@@ -48,6 +51,7 @@ pub use reservation::{
     MAX_AHEAD, SHRINK_AFTER_MS,
 };
 pub use segment::{continue_above, next_range, SegmentRange, MAX_SEGMENT_COUNT};
+pub use settings::{listed_names, non_negative, Setting, SettingId, SettingKind, SETTINGS};
 pub use snowflake::{
     Batch, BatchIds, Clocks, Now, Position, Request, SnowflakeSequence, MAX_SNOWFLAKE_COUNT,
 };

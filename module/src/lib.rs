@@ -5,13 +5,17 @@
 //! The arithmetic lives in `idgen-core`; this crate binds it to Redis: configs, commands,
 //! the `snowflake` key type, replication of effects and `INFO idgen`.
 
+// `unsafe` only in `ffi/`, the binding to the module API: the compiler holds every other
+// layer to safe code (the `command_table!` macro allows it on the entry points it expands).
+#![deny(unsafe_code)]
+
 mod commands;
 mod datatype;
 mod events;
+#[allow(unsafe_code)]
 mod ffi;
 mod state;
 
-use redis_module::configuration::ConfigurationFlags;
 use redis_module::{redis_module, Context, ContextFlags, RedisString, Status};
 
 use datatype::lease_pool::LEASE_POOL_TYPE;
@@ -21,8 +25,8 @@ use state::{
     clock, instance, leases, peer_identities, replica_role, reservations, settings, version,
 };
 
-/// Runs after Redis has applied config-file values: applies the module arguments, checks
-/// the result, then registers the commands.
+/// Registers the settings (Redis applies config-file values), applies the module
+/// arguments, checks the result, then registers the commands.
 fn on_load(ctx: &Context, args: &[RedisString]) -> Status {
     // Called from the macro's `RedisModule_OnLoad`: a panic must not unwind into Redis.
     guard::or_log("loading", Status::Err, || match load(ctx, args) {
@@ -35,6 +39,7 @@ fn on_load(ctx: &Context, args: &[RedisString]) -> Status {
 }
 
 fn load(ctx: &Context, args: &[RedisString]) -> Result<(), String> {
+    settings::register(ctx)?;
     let words: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
     settings::apply_module_args(&words)?;
     let config = settings::current()?;
@@ -86,31 +91,4 @@ redis_module! {
     allocator: (ModuleAllocator, MODULE_ALLOCATOR),
     data_types: [SNOWFLAKE_TYPE, LEASE_POOL_TYPE],
     init: on_load,
-    configurations: [
-        i64: [
-            ["step", &settings::STEP.value, settings::STEP.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["offset", &settings::OFFSET.value, settings::OFFSET.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["epoch", &settings::EPOCH.value, settings::EPOCH.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["time-unit-ms", &settings::TIME_UNIT_MS.value, settings::TIME_UNIT_MS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["time-bits", &settings::TIME_BITS.value, settings::TIME_BITS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["shard-bits", &settings::SHARD_BITS.value, settings::SHARD_BITS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["sequence-bits", &settings::SEQUENCE_BITS.value, settings::SEQUENCE_BITS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["id-bits", &settings::ID_BITS.value, settings::ID_BITS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["default-shard", &settings::DEFAULT_SHARD.value, settings::DEFAULT_SHARD.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["max-drift-ms", &settings::MAX_DRIFT_MS.value, settings::MAX_DRIFT_MS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["segment-fence", &settings::SEGMENT_FENCE.value, settings::SEGMENT_FENCE.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["lease-workers", &settings::LEASE_WORKERS.value, settings::LEASE_WORKERS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["lease-max-ms", &settings::LEASE_MAX_MS.value, settings::LEASE_MAX_MS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
-            ["debug-clock-offset-ms", &settings::DEBUG_CLOCK_OFFSET_MS.value, 0, -86_400_000_000, 86_400_000_000, ConfigurationFlags::PROTECTED | ConfigurationFlags::HIDDEN, None],
-        ],
-        string: [],
-        bool: [
-            [settings::RESTART_FENCE_NAME, &settings::RESTART_FENCE, true, ConfigurationFlags::IMMUTABLE, None],
-        ],
-        enum: [
-            [settings::IDENTITY_CONFLICTS_NAME, &settings::IDENTITY_CONFLICTS, settings::IdentityConflicts::refuse, ConfigurationFlags::IMMUTABLE, None],
-        ],
-        // Module arguments are applied by `on_load`, which names the setting in every error.
-        module_args_as_configuration: false,
-    ]
 }

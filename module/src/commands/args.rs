@@ -1,160 +1,154 @@
-//! Parsing of a command's `NAME value` options.
+//! Parsing of a command's `NAME value` options, as its declaration lists them.
 
-use crate::ffi::call::Call;
+use idgen_core::commands::OptionValue;
+
+use crate::ffi::call::Request;
 use crate::ffi::refusal::Refusal;
 
-use idgen_core::IdFormat;
-
-/// An option a command accepts, and what its value may be.
-pub struct OptionSpec {
-    /// The option's name, upper case (matched without regard to case).
-    pub name: &'static str,
-    /// What its value may be.
-    pub value: OptionValue,
-}
-
-/// The values an option takes.
-pub enum OptionValue {
-    /// An integer of at least `min`; `meaning` is how the allowed values read in an error,
-    /// e.g. "a positive integer".
-    Integer {
-        /// The smallest value allowed.
-        min: i64,
-        /// The allowed values, in words.
-        meaning: &'static str,
-    },
-    /// One of these words, matched without regard to case; the option's value is the
-    /// word's index.
-    Word(&'static [&'static str]),
-}
-
-/// `COUNT n`: how many IDs; at least 1 (the upper bound is the generator's to check).
-pub const COUNT: OptionSpec = OptionSpec {
-    name: "COUNT",
-    value: OptionValue::Integer {
-        min: 1,
-        meaning: "a positive integer",
-    },
-};
-
-/// `SHARD s`: the snowflake shard field.
-pub const SHARD: OptionSpec = OptionSpec {
-    name: "SHARD",
-    value: OptionValue::Integer {
-        min: 0,
-        meaning: "an integer of 0 or more",
-    },
-};
-
-/// `FORMAT decimal|base32|base62`: snowflake IDs as strings (see [`id_format`]).
-pub const FORMAT: OptionSpec = OptionSpec {
-    name: "FORMAT",
-    value: OptionValue::Word(&["decimal", "base32", "base62"]),
-};
-
-/// `FORMAT decimal`: segment values as strings of their digits.
-pub const DECIMAL_FORMAT: OptionSpec = OptionSpec {
-    name: "FORMAT",
-    value: OptionValue::Word(&["decimal"]),
-};
-
-/// The ID format a parsed `FORMAT` value (an index into [`FORMAT`]'s words) names.
-pub fn id_format(value: u64) -> IdFormat {
-    IdFormat::ALL[value as usize]
-}
-
-impl OptionSpec {
-    /// How the option reads in an error: `COUNT n`, `FORMAT decimal|base32`.
-    fn usage(&self) -> String {
-        match self.value {
-            OptionValue::Integer { .. } => format!("{} n", self.name),
-            OptionValue::Word(words) => format!("{} {}", self.name, words.join("|")),
-        }
-    }
-}
-
-/// Reads the options from argument `first` to the end. Returns each spec's value (or
-/// `None` when absent), in the order of `specs`.
+/// Reads the running command's options from argument `first` to the end: each declared
+/// option's value (or `None` when absent), in the declaration's order.
 #[inline]
 pub fn parse_options<const N: usize>(
-    call: &Call,
-    command: &str,
+    call: &impl Request,
     first: usize,
-    specs: [&OptionSpec; N],
-) -> Result<[Option<u64>; N], Refusal> {
+) -> Result<[Option<OptionValue>; N], Refusal> {
     // Most calls give no option: answered here, without the parser's call.
     if call.argc() <= first {
         return Ok([None; N]);
     }
-    parse_given_options(call, command, first, specs)
+    parse_given_options(call, first)
 }
 
+#[inline(never)]
 fn parse_given_options<const N: usize>(
-    call: &Call,
-    command: &str,
+    call: &impl Request,
     first: usize,
-    specs: [&OptionSpec; N],
-) -> Result<[Option<u64>; N], Refusal> {
-    let mut values = [None; N];
-    let mut index = first;
-    while index < call.argc() {
-        let name = call.arg_bytes(index);
-        let Some(which) = specs
-            .iter()
-            .position(|spec| name.eq_ignore_ascii_case(spec.name.as_bytes()))
-        else {
-            let known: Vec<String> = specs.iter().map(|spec| spec.usage()).collect();
-            return Err(Refusal::new(
-                "ERR",
-                format!(
-                    "unknown option '{}' for {command}; it takes {}",
-                    String::from_utf8_lossy(name),
-                    known.join(" and ")
-                ),
-            ));
-        };
-        let spec = specs[which];
-        if values[which].is_some() {
-            return Err(Refusal::new(
-                "ERR",
-                format!("{} is given more than once", spec.name),
-            ));
-        }
-        if index + 1 >= call.argc() {
-            return Err(Refusal::new(
-                "ERR",
-                format!("{} needs a value: {}", spec.name, spec.usage()),
-            ));
-        }
-        let given = call.arg_bytes(index + 1);
-        let value = match spec.value {
-            OptionValue::Integer { min, meaning } => call
-                .arg_integer(index + 1)
-                .filter(|&value| value >= min)
-                .map(|value| value as u64)
-                .ok_or_else(|| {
-                    format!(
-                        "{} must be {meaning}, got '{}'",
-                        spec.name,
-                        String::from_utf8_lossy(given)
-                    )
-                }),
-            OptionValue::Word(words) => words
-                .iter()
-                .position(|word| given.eq_ignore_ascii_case(word.as_bytes()))
-                .map(|index| index as u64)
-                .ok_or_else(|| {
-                    format!(
-                        "{} must be one of {}, got '{}'",
-                        spec.name,
-                        words.join(", "),
-                        String::from_utf8_lossy(given)
-                    )
-                }),
-        }
-        .map_err(|message| Refusal::new("ERR", message))?;
-        values[which] = Some(value);
-        index += 2;
+) -> Result<[Option<OptionValue>; N], Refusal> {
+    call.command()
+        .parse_options(first, call.argc(), |index| call.arg_bytes(index))
+        .map_err(|message| Refusal::new("ERR", message))
+}
+
+/// A stand-in for the running call, for handler unit tests: arguments given as text,
+/// replies recorded as text (`int 5`, `bulk x`, `array 2`, `map 6`), and the module's
+/// configuration installed once with the defaults.
+#[cfg(test)]
+pub mod fake {
+    use std::cell::RefCell;
+
+    use idgen_core::commands::Command;
+    use idgen_core::{Config, IdFormat, Now};
+
+    use crate::ffi::call::Request;
+    use crate::state::{instance, leases};
+
+    /// A call of `command` with `args` (the name not included).
+    pub struct FakeCall {
+        command: &'static Command,
+        args: Vec<Vec<u8>>,
+        /// What the handler replied, in order.
+        pub replies: RefCell<Vec<String>>,
     }
-    Ok(values)
+
+    impl FakeCall {
+        /// A call of `command` with these arguments, on an instance with the default
+        /// configuration.
+        pub fn new(command: &'static Command, args: &[&str]) -> Self {
+            static INSTALLED: std::sync::Once = std::sync::Once::new();
+            INSTALLED.call_once(|| {
+                let config = Config::default();
+                instance::install(config, Now::from(1_800_000_000_000));
+                leases::install(config, (0, 10_000)).unwrap();
+            });
+            let mut words = vec![command.name().as_bytes().to_vec()];
+            words.extend(args.iter().map(|arg| arg.as_bytes().to_vec()));
+            FakeCall {
+                command,
+                args: words,
+                replies: RefCell::new(Vec::new()),
+            }
+        }
+
+        fn record(&self, reply: String) {
+            self.replies.borrow_mut().push(reply);
+        }
+
+        /// The replies, joined by `, `.
+        pub fn replied(&self) -> String {
+            self.replies.borrow().join(", ")
+        }
+    }
+
+    impl Request for FakeCall {
+        fn command(&self) -> &'static Command {
+            self.command
+        }
+        fn argc(&self) -> usize {
+            self.args.len()
+        }
+        fn arg_bytes(&self, index: usize) -> &[u8] {
+            &self.args[index]
+        }
+        fn arg_integer(&self, index: usize) -> Option<i64> {
+            idgen_core::parse_redis_integer(&self.args[index])
+        }
+        fn reply_integer(&self, value: i64) {
+            self.record(format!("int {value}"));
+        }
+        fn reply_bulk(&self, text: &str) {
+            self.record(format!("bulk {text}"));
+        }
+        fn reply_array(&self, len: usize) {
+            self.record(format!("array {len}"));
+        }
+        fn reply_map(&self, len: usize) {
+            self.record(format!("map {len}"));
+        }
+        fn reply_id_in(&self, id: u64, format: Option<IdFormat>) {
+            match format {
+                None => self.reply_integer(id as i64),
+                Some(format) => self.reply_bulk(&format.encode(id)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use idgen_core::commands::{OptionValue, LEASE_ACQUIRE, SEGMENT_NEXT, SNOWFLAKE_NEXT};
+    use idgen_core::IdFormat;
+
+    use super::fake::FakeCall;
+    use super::parse_options;
+
+    fn refusal<const N: usize>(call: FakeCall, first: usize) -> String {
+        parse_options::<N>(&call, first).unwrap_err().0
+    }
+
+    #[test]
+    fn options_come_back_in_the_declarations_order() {
+        let call = FakeCall::new(&SNOWFLAKE_NEXT, &["k", "FORMAT", "base32", "shard", "7"]);
+        let [count, shard, format] = parse_options(&call, 2).unwrap();
+        assert_eq!(count, None);
+        assert_eq!(shard.and_then(OptionValue::integer), Some(7));
+        assert_eq!(format.and_then(OptionValue::format), Some(IdFormat::Base32));
+        let none = FakeCall::new(&SEGMENT_NEXT, &["k"]);
+        assert_eq!(parse_options::<2>(&none, 2).unwrap(), [None, None]);
+    }
+
+    #[test]
+    fn each_command_names_itself_in_its_refusals() {
+        assert_eq!(
+            refusal::<2>(FakeCall::new(&SEGMENT_NEXT, &["k", "SHARD", "1"]), 2),
+            "ERR unknown option 'SHARD' for SEGMENT.NEXT; it takes COUNT n and FORMAT decimal"
+        );
+        assert_eq!(
+            refusal::<3>(FakeCall::new(&SNOWFLAKE_NEXT, &["k", "COUNT", "-1"]), 2),
+            "ERR COUNT must be a positive integer, got '-1'"
+        );
+        assert_eq!(
+            refusal::<1>(FakeCall::new(&LEASE_ACQUIRE, &["p", "h", "DURATION"]), 3),
+            "ERR DURATION needs a value: DURATION n"
+        );
+    }
 }

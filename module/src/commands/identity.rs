@@ -4,8 +4,7 @@
 //! check that the nodes it talks to share step and layout and have distinct offsets; this
 //! keyless, read-only command answers exactly that.
 
-use crate::ffi::call::Call;
-use crate::ffi::keyspace::Keyspace;
+use crate::ffi::call::Request;
 use crate::ffi::refusal::Refusal;
 use crate::state::instance;
 use crate::state::leases;
@@ -14,7 +13,7 @@ use crate::state::version;
 /// Replies with the node's identity as field/value pairs (a map for RESP3 clients), named
 /// like the settings: step, offset, epoch, time-unit-ms, time-bits, shard-bits,
 /// sequence-bits, id-bits, lease-workers, and the module version.
-pub fn identity(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
+pub fn identity(call: &impl Request) -> Result<(), Refusal> {
     let config = instance::config();
     let layout = &config.layout;
     let numbers = [
@@ -36,4 +35,25 @@ pub fn identity(call: &Call, _keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     call.reply_bulk("version");
     call.reply_bulk(version::TEXT);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use idgen_core::commands::IDGEN_IDENTITY;
+
+    use super::identity;
+    use crate::commands::args::fake::FakeCall;
+
+    #[test]
+    fn the_identity_names_its_fields_like_the_settings() {
+        let call = FakeCall::new(&IDGEN_IDENTITY, &[]);
+        identity(&call).unwrap();
+        let replied = call.replied();
+        assert!(
+            replied.starts_with("map 10, bulk step, int 1, bulk offset, int 0, bulk epoch, int "),
+            "{replied}"
+        );
+        assert!(replied.contains("bulk time-bits, int 41, bulk shard-bits, int 10"));
+        assert!(replied.contains("bulk lease-workers, int 0, bulk version, bulk "));
+    }
 }

@@ -1,6 +1,7 @@
 //! The `INFO idgen` section: identity, layout, when the layout runs out, and counters.
 
 use idgen_core::utc::{format_date, format_unix_ms};
+use idgen_core::{SettingKind, SETTINGS};
 
 use crate::ffi::info::{InfoFields, InfoSection};
 
@@ -31,26 +32,23 @@ fn add_fields(fields: &InfoFields<'_>) {
     let layout = &config.layout;
     let text = |name: &str, value: &str| fields.text(name, value);
     let number = |name: &str, value: u64| fields.number(name, value);
-    number("step", config.identity.step);
-    number("offset", config.identity.offset);
-    number("id_bits", u64::from(config.id_bits));
-    number("time_bits", u64::from(layout.time_bits));
-    number("shard_bits", u64::from(layout.shard_bits));
-    number("sequence_bits", u64::from(layout.sequence_bits));
-    number("epoch_ms", layout.epoch_unix_ms);
+    // The settings INFO shows, as their declarations name them (values checked at load).
+    for (index, setting) in SETTINGS.iter().enumerate() {
+        let value = settings::get_at(index);
+        match (setting.info, setting.kind) {
+            (Some(field), SettingKind::Choice(words)) => text(field, words[value as usize]),
+            (Some(field), _) => number(field, value as u64),
+            (None, _) => {}
+        }
+    }
     text("epoch", &format_unix_ms(layout.epoch_unix_ms));
     text("layout_runs_out", &format_date(layout.expires_unix_ms()));
-    number("time_unit_ms", layout.time_unit_ms);
     number("snowflake_ids_per_unit", config.ids_per_unit());
     // The sustained rate in the common unit (rounded down for coarser units).
     number(
         "snowflake_ids_per_ms",
         config.ids_per_unit() / layout.time_unit_ms.max(1),
     );
-    number("default_shard", config.default_shard);
-    number("max_drift_ms", config.max_drift_ms);
-    number("snowflake_restart_fence", u64::from(config.restart_fence));
-    number("segment_fence", config.segment_fence);
     let ahead =
         instance::with_sequence(|sequence| sequence.ahead_of_wall_ms(clock::wall_unix_ms()));
     number("clock_ahead_ms", ahead);
@@ -100,14 +98,6 @@ fn add_fields(fields: &InfoFields<'_>) {
     number("peers", peer_identities::peers() as u64);
     number("conflicts", peer_identities::conflicts() as u64);
     text("conflict_detail", &peer_identities::detail());
-    text(
-        "identity_policy",
-        if settings::refuses_on_conflict() {
-            "refuse"
-        } else {
-            "warn"
-        },
-    );
     number(
         "issuing_refused",
         u64::from(peer_identities::issuing_refused()),

@@ -2,9 +2,12 @@
 //! worker ids leased from a pool as time windows (docs/leases.md; the rules are
 //! `idgen_core::LeasePool`'s).
 
+use idgen_core::commands::{
+    OptionValue, LEASE_ACQUIRE, LEASE_RELEASE, LEASE_RENEW, LEASE_SETWORKER,
+};
 use idgen_core::{Grant, LeaseError, LeasePool, WorkerLease};
 
-use crate::commands::args::{parse_options, OptionSpec, OptionValue};
+use crate::commands::args::parse_options;
 use crate::commands::issuing::{refuse_on_conflict, refuse_on_replica};
 use crate::datatype::lease_pool::{set_worker_args, worker_from_fields, LeasePoolKey};
 use crate::ffi::call::{Arg, Call};
@@ -15,15 +18,6 @@ use crate::state::instance;
 use crate::state::leases;
 use crate::state::stats;
 
-/// `DURATION ms`: how long a window should last from now.
-const DURATION: OptionSpec = OptionSpec {
-    name: "DURATION",
-    value: OptionValue::Integer {
-        min: 1,
-        meaning: "a positive number of milliseconds",
-    },
-};
-
 /// The longest holder name accepted.
 const MAX_HOLDER_LEN: usize = 256;
 
@@ -31,7 +25,7 @@ const MAX_HOLDER_LEN: usize = 256;
 pub fn acquire(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let pool_name = call.arg(1);
     let holder = holder(call, 2)?;
-    let duration = duration_units(call, "LEASE.ACQUIRE", 3)?;
+    let duration = duration_units(call, 3)?;
     refuse_on_replica(call)?;
     refuse_on_conflict(call)?;
     let setup = leases::setup();
@@ -94,7 +88,7 @@ pub fn renew(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let pool_name = call.arg(1);
     let worker = worker(call, 2)?;
     let holder = holder(call, 3)?;
-    let duration = duration_units(call, "LEASE.RENEW", 4)?;
+    let duration = duration_units(call, 4)?;
     refuse_on_replica(call)?;
     refuse_on_conflict(call)?;
     let rules = leases::setup().rules;
@@ -193,15 +187,13 @@ pub fn set_worker(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     if !call.is_replicated_or_loading() {
         return Err(Refusal::new(
             "ERR",
-            "LEASE.SETWORKER is written by replication and the AOF only; clients use \
-             LEASE.ACQUIRE, LEASE.RENEW and LEASE.RELEASE",
-        ));
-    }
-    if call.argc() != 8 {
-        return Err(Refusal::new(
-            "ERR",
-            "wrong number of arguments for LEASE.SETWORKER: pool worker start end fence \
-             renewed holder",
+            format!(
+                "{} is written by replication and the AOF only; clients use {}, {} and {}",
+                call.command().name(),
+                LEASE_ACQUIRE.name(),
+                LEASE_RENEW.name(),
+                LEASE_RELEASE.name()
+            ),
         ));
     }
     let mut fields = [0u64; 5];
@@ -209,7 +201,10 @@ pub fn set_worker(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
         *field = call
             .arg_integer(index + 2)
             .and_then(|value| u64::try_from(value).ok())
-            .ok_or_else(|| Refusal::new("ERR", "LEASE.SETWORKER takes non-negative integers"))?;
+            .ok_or_else(|| {
+                let name = call.command().name();
+                Refusal::new("ERR", format!("{name} takes non-negative integers"))
+            })?;
     }
     let lease = worker_from_fields(fields, call.arg_bytes(7));
     let pool_name = call.arg(1);
@@ -234,7 +229,7 @@ pub fn set_worker(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
 /// Tells replicas and the AOF the worker id's new state.
 fn replicate_worker(call: &Call, pool_name: Arg<'_>, lease: &WorkerLease) {
     let (fields, holder) = set_worker_args(lease);
-    call.replicate_key_five_and_bytes(c"LEASE.SETWORKER", pool_name, fields, &holder);
+    call.replicate_key_five_and_bytes(LEASE_SETWORKER.name, pool_name, fields, &holder);
 }
 
 /// A lease error as the reply, counted.
@@ -301,10 +296,12 @@ fn worker(call: &Call, index: usize) -> Result<u64, Refusal> {
 }
 
 /// `DURATION ms` (the longest lease when absent), in time units (at least one).
-fn duration_units(call: &Call, command: &str, first: usize) -> Result<u64, Refusal> {
-    let [duration] = parse_options(call, command, first, [&DURATION])?;
+fn duration_units(call: &Call, first: usize) -> Result<u64, Refusal> {
+    let [duration] = parse_options(call, first)?;
     let setup = leases::setup();
-    let ms = duration.unwrap_or(setup.max_ms);
+    let ms = duration
+        .and_then(OptionValue::integer)
+        .unwrap_or(setup.max_ms);
     if ms > setup.max_ms {
         return Err(Refusal::new(
             "ERR",

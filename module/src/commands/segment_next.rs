@@ -1,9 +1,10 @@
 //! `SEGMENT.NEXT key [COUNT n] [FORMAT decimal]`.
 
+use idgen_core::commands::OptionValue;
 use idgen_core::{parse_redis_integer, reserve, ReservationPolicy, SegmentRange, SegmentRequest};
 use redis_module::raw;
 
-use crate::commands::args::{parse_options, COUNT, DECIMAL_FORMAT};
+use crate::commands::args::parse_options;
 use crate::commands::issuing::{refuse_on_conflict, refuse_on_replica};
 use crate::ffi::call::Call;
 use crate::ffi::keyspace::{Key, Keyspace, Read, Write};
@@ -25,7 +26,8 @@ use crate::state::stats;
 /// `SET`) before it answers.
 pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let key_name = call.arg(1);
-    let [asked, decimal] = parse_options(call, "SEGMENT.NEXT", 2, [&COUNT, &DECIMAL_FORMAT])?;
+    let [asked, decimal] = parse_options(call, 2)?;
+    let asked = asked.and_then(OptionValue::integer);
     refuse_on_replica(call)?;
     refuse_on_conflict(call)?;
     let config = instance::config();
@@ -96,7 +98,7 @@ fn write_ahead(
         failback_marks::forget(db, key_bytes);
     }
     call.replicate_key_value(c"SET", key_name, reservation.top());
-    call.notify(raw::NotifyEvent::STRING, c"segment.next", key_name);
+    call.notify(raw::NotifyEvent::STRING, key_name);
     stats::SEGMENT_WRITES.add(1);
     Ok(range)
 }

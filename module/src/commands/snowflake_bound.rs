@@ -2,6 +2,7 @@
 //! `SNOWFLAKE.SETLAST key id`, its old name, kept so that AOF files written by earlier
 //! versions still load): a snowflake key's bound, read and recorded.
 
+use idgen_core::commands::SNOWFLAKE_SETBOUND;
 use idgen_core::KeyRecord;
 
 use crate::commands::issuing::refuse_on_replica;
@@ -53,7 +54,10 @@ pub fn set_bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
         _ => {
             return Err(Refusal::new(
                 "ERR",
-                "wrong number of arguments for SNOWFLAKE.SETBOUND: key bound [owner]",
+                format!(
+                    "wrong number of arguments for {}: key bound [owner]",
+                    call.command().name()
+                ),
             ))
         }
     };
@@ -63,7 +67,10 @@ pub fn set_bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     if let Some(current) = current.filter(|&current| from_client && bound <= current) {
         return Err(Refusal::new(
             "ERR",
-            format!("SNOWFLAKE.SETBOUND only moves a key's bound forward; it is {current}"),
+            format!(
+                "{} only moves a key's bound forward; it is {current}",
+                call.command().name()
+            ),
         ));
     }
     // Replayed from the AOF or the master: raise the floor whatever the clock says, since
@@ -71,7 +78,12 @@ pub fn set_bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     instance::with_sequence(|sequence| sequence.accept_bound(bound, clock::now(), from_client))?;
     key.store(SnowflakeKey::from_record(KeyRecord { bound, owner }))?;
     drop(key);
-    call.replicate_key_values(c"SNOWFLAKE.SETBOUND", key_name, bound as i64, owner as i64);
+    call.replicate_key_values(
+        SNOWFLAKE_SETBOUND.name,
+        key_name,
+        bound as i64,
+        owner as i64,
+    );
     call.reply_simple(c"OK");
     Ok(())
 }

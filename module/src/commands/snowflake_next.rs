@@ -1,12 +1,13 @@
-//! `SNOWFLAKE.NEXT`, `SNOWFLAKE.BOUND` and `SNOWFLAKE.SETBOUND` (and `SNOWFLAKE.SETLAST`, its
-//! old name, kept so that AOF files written by earlier versions still load).
+//! `SNOWFLAKE.NEXT`: IDs from the instance's sequence, a key's bound extended (and
+//! replicated as `SNOWFLAKE.SETBOUND`) only when it must move.
 
 use std::cell::Cell;
 
+use idgen_core::commands::{OptionValue, SNOWFLAKE_SETBOUND};
 use idgen_core::{Batch, Clocks, IdError, IdFormat, KeyIssue, KeyRecord, KeyState};
 use redis_module::raw;
 
-use crate::commands::args::{id_format, parse_options, COUNT, FORMAT, SHARD};
+use crate::commands::args::parse_options;
 use crate::commands::issuing::{refuse_on_conflict, refuse_on_replica};
 use crate::datatype::snowflake_key::SnowflakeKey;
 use crate::ffi::call::{Arg, Call};
@@ -58,15 +59,15 @@ struct NextOptions {
 impl NextOptions {
     #[inline(always)]
     fn parse(call: &Call) -> Result<Self, Refusal> {
-        let [count, shard, format] =
-            parse_options(call, "SNOWFLAKE.NEXT", 2, [&COUNT, &SHARD, &FORMAT])?;
+        let [count, shard, format] = parse_options(call, 2)?;
+        let shard = shard.and_then(OptionValue::integer);
         if let Some(shard) = shard.filter(|&shard| leases::reserved(shard)) {
             return Err(leases::reserved_shard_refusal(shard));
         }
         Ok(NextOptions {
-            count,
+            count: count.and_then(OptionValue::integer),
             shard: shard.unwrap_or_else(|| instance::config().default_shard),
-            format: format.map(id_format),
+            format: format.and_then(OptionValue::format),
         })
     }
 }
@@ -155,7 +156,7 @@ fn write_bound(
     })?;
     drop(key);
     call.replicate_key_values(
-        c"SNOWFLAKE.SETBOUND",
+        SNOWFLAKE_SETBOUND.name,
         key_name,
         extended.bound as i64,
         extended.owner as i64,
@@ -163,7 +164,7 @@ fn write_bound(
     stats::SNOWFLAKE_BOUND_WRITES.add(1);
     // Like WATCH, a keyspace notification marks a change to the key's data: the bound, not
     // the in-memory last ID (docs/commands.md).
-    call.notify(raw::NotifyEvent::MODULE, c"snowflake.next", key_name);
+    call.notify(raw::NotifyEvent::MODULE, key_name);
     Ok(())
 }
 

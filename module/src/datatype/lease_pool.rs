@@ -103,7 +103,7 @@ impl ModuleDataType for LeasePoolKey {
             .map(|lease| {
                 let (fields, holder) = set_worker_args(lease);
                 AofCommand {
-                    name: c"LEASE.SETWORKER",
+                    name: idgen_core::commands::LEASE_SETWORKER.name,
                     args: AofArgs::FiveAndBytes(fields, holder),
                 }
             })

@@ -94,7 +94,7 @@ impl ModuleDataType for SnowflakeKey {
 
     fn aof_commands(&self) -> Vec<AofCommand> {
         vec![AofCommand {
-            name: c"SNOWFLAKE.SETBOUND",
+            name: idgen_core::commands::SNOWFLAKE_SETBOUND.name,
             args: AofArgs::Two([self.record.bound as i64, self.record.owner as i64]),
         }]
     }

@@ -8,11 +8,66 @@ use std::ffi::{c_char, c_int, c_longlong, CStr, CString};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
+use idgen_core::commands::Command;
 use idgen_core::IdFormat;
 use redis_module::{raw, Context, ContextFlags};
 
 use crate::ffi::connected_clients;
 use crate::ffi::refusal::Refusal;
+
+/// What a handler reads from a call and replies to it: the running [`Call`], or a stand-in
+/// that records the replies in unit tests, so handlers are tested without a server.
+pub trait Request {
+    /// The running command's declaration.
+    fn command(&self) -> &'static Command;
+    /// Number of arguments, the command name included.
+    fn argc(&self) -> usize;
+    /// The bytes of argument `index` (below `argc`).
+    fn arg_bytes(&self, index: usize) -> &[u8];
+    /// Argument `index` as an integer, parsed as Redis parses integers.
+    fn arg_integer(&self, index: usize) -> Option<i64>;
+    /// Replies with an integer.
+    fn reply_integer(&self, value: i64);
+    /// Replies with a bulk string.
+    fn reply_bulk(&self, text: &str);
+    /// Starts an array reply of `len` elements.
+    fn reply_array(&self, len: usize);
+    /// Starts a map reply of `len` pairs.
+    fn reply_map(&self, len: usize);
+    /// Replies with a snowflake ID, as an integer (a string in scripts) or in `format`.
+    fn reply_id_in(&self, id: u64, format: Option<IdFormat>);
+}
+
+impl Request for Call {
+    fn command(&self) -> &'static Command {
+        Call::command(self)
+    }
+    fn argc(&self) -> usize {
+        Call::argc(self)
+    }
+    fn arg_bytes(&self, index: usize) -> &[u8] {
+        Call::arg_bytes(self, index)
+    }
+    fn arg_integer(&self, index: usize) -> Option<i64> {
+        Call::arg_integer(self, index)
+    }
+    fn reply_integer(&self, value: i64) {
+        Call::reply_integer(self, value)
+    }
+    fn reply_bulk(&self, text: &str) {
+        Call::reply_bulk(self, text)
+    }
+    fn reply_array(&self, len: usize) {
+        Call::reply_array(self, len)
+    }
+    fn reply_map(&self, len: usize) {
+        Call::reply_map(self, len)
+    }
+    #[inline(always)]
+    fn reply_id_in(&self, id: u64, format: Option<IdFormat>) {
+        Call::reply_id_in(self, id, format)
+    }
+}
 
 /// An argument of the running command: a Redis string that lives as long as the call.
 #[derive(Clone, Copy)]
@@ -40,6 +95,8 @@ pub struct Call {
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: usize,
+    /// The command's declaration.
+    command: &'static Command,
     /// The context flags, asked of Redis once per call (a batch reply consults them per ID).
     flags: Cell<Option<c_int>>,
     /// Whether the call runs inside a script, once known (a batch reply asks per ID).
@@ -55,14 +112,21 @@ impl Call {
         ctx: *mut raw::RedisModuleCtx,
         argv: *mut *mut raw::RedisModuleString,
         argc: c_int,
+        command: &'static Command,
     ) -> Self {
         Call {
             ctx,
             argv,
             argc: usize::try_from(argc).unwrap_or(0),
+            command,
             flags: Cell::new(None),
             from_script: Cell::new(None),
         }
+    }
+
+    /// The running command's declaration.
+    pub fn command(&self) -> &'static Command {
+        self.command
     }
 
     /// Number of arguments, the command name included.
@@ -258,8 +322,11 @@ impl Call {
         }
     }
 
-    /// Fires a keyspace notification `event` of `class` for `key`.
-    pub fn notify(&self, class: raw::NotifyEvent, event: &CStr, key: Arg<'_>) {
+    /// Fires the command's keyspace notification (its declared event) of `class` for `key`.
+    pub fn notify(&self, class: raw::NotifyEvent, key: Arg<'_>) {
+        let Some(event) = self.command.event else {
+            return;
+        };
         // SAFETY: all pointers are valid for the call.
         unsafe {
             raw::RedisModule_NotifyKeyspaceEvent.unwrap()(

@@ -1,16 +1,18 @@
-//! Registering the commands with Redis: each command's spec (name, arity, handler, flags,
-//! key spec, ACL categories, COMMAND DOCS), the `extern "C"` entry point the
+//! Registering the commands with Redis from their declarations (`idgen_core::commands`:
+//! name, arity, key, flags, ACL categories, COMMAND DOCS), the `extern "C"` entry point the
 //! [`command_table!`] macro makes for each, and the dispatch every entry point runs (arity,
-//! refusals as error replies, panics kept from Redis).
+//! refusals as error replies, panics kept from Redis). The call carries the declaration to
+//! the handler, which never spells its own name.
 
-use std::ffi::{c_int, CStr};
+use std::ffi::{c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 
+use idgen_core::commands::Command;
 use redis_module::{raw, Context};
 
 use crate::ffi::call::Call;
-use crate::ffi::command_docs::CommandDocs;
+use crate::ffi::command_docs;
 use crate::ffi::keyspace::Keyspace;
 use crate::ffi::refusal::Refusal;
 
@@ -25,33 +27,6 @@ pub type EntryPoint = unsafe extern "C" fn(
     c_int,
 ) -> c_int;
 
-/// Everything Redis needs to know about one command.
-pub struct CommandSpec {
-    /// The command's name, lower case.
-    pub name: &'static CStr,
-    /// Exact argument count (command name included) if positive, minimum if negative.
-    pub arity: c_int,
-    /// What the command does.
-    pub handler: Handler,
-    /// Redis command flags.
-    pub flags: &'static CStr,
-    /// ACL categories, set where the server supports them (7.2+).
-    pub acl_categories: &'static CStr,
-    /// COMMAND DOCS; its `key_access` also gives the key position: the argument after the
-    /// name, or none.
-    pub docs: CommandDocs,
-}
-
-impl CommandSpec {
-    /// `(first, last, step)` key positions for `RedisModule_CreateCommand`.
-    fn key_positions(&self) -> (c_int, c_int, c_int) {
-        match self.docs.key_access {
-            Some(_) => (1, 1, 1),
-            None => (0, 0, 0),
-        }
-    }
-}
-
 /// Runs a handler for a Redis call: checks arity, turns refusals into error replies (and
 /// calls `on_error` for each), and stops any panic from unwinding into Redis.
 ///
@@ -64,12 +39,13 @@ pub unsafe fn dispatch(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
-    arity: c_int,
+    command: &'static Command,
     handler: Handler,
     on_error: fn(),
 ) -> c_int {
     // SAFETY: the arguments are exactly those Redis passed to the entry point.
-    let call = unsafe { Call::new(ctx, argv, argc) };
+    let call = unsafe { Call::new(ctx, argv, argc, command) };
+    let arity = command.arity;
     let arity_ok = if arity >= 0 {
         argc == arity
     } else {
@@ -103,25 +79,26 @@ pub unsafe fn dispatch(
     raw::REDISMODULE_OK as c_int
 }
 
-/// Declares the commands: for each, an entry point that dispatches to the spec's handler
-/// with the spec's arity, and the spec's row in `COMMANDS`, from which `register_all`
-/// creates the command. A command's facts are written once, in its spec.
+/// Declares the commands: for each, an entry point that dispatches to the handler with the
+/// command's declaration, and its row in `COMMANDS`, from which `register_all` creates the
+/// command. A command's facts are written once, in its declaration.
 macro_rules! command_table {
-    (on_error: $on_error:path; $($entry:ident: $spec:expr,)+) => {
+    (on_error: $on_error:path; $($entry:ident: $command:path => $handler:expr,)+) => {
         $(
             /// # Safety
             /// Called by Redis only, for this command, with the call's context and arguments
             /// (`dispatch` guards the handler against panics).
+            // The one `unsafe` outside `ffi/`, written here: the crate denies it elsewhere.
+            #[allow(unsafe_code)]
             unsafe extern "C" fn $entry(
                 ctx: *mut redis_module::raw::RedisModuleCtx,
                 argv: *mut *mut redis_module::raw::RedisModuleString,
                 argc: std::ffi::c_int,
             ) -> std::ffi::c_int {
-                const SPEC: $crate::ffi::command_table::CommandSpec = $spec;
                 // SAFETY: Redis passes the running command's own context and arguments.
                 unsafe {
                     $crate::ffi::command_table::dispatch(
-                        ctx, argv, argc, SPEC.arity, SPEC.handler, $on_error,
+                        ctx, argv, argc, &$command, $handler, $on_error,
                     )
                 }
             }
@@ -129,9 +106,9 @@ macro_rules! command_table {
 
         /// Every command with its entry point.
         const COMMANDS: &[(
-            $crate::ffi::command_table::CommandSpec,
+            &idgen_core::commands::Command,
             $crate::ffi::command_table::EntryPoint,
-        )] = &[$(($spec, $entry)),+];
+        )] = &[$((&$command, $entry)),+];
     };
 }
 pub(crate) use command_table;
@@ -140,19 +117,27 @@ pub(crate) use command_table;
 /// on the first that cannot be created.
 pub fn register_all(
     ctx: &Context,
-    commands: &[(CommandSpec, EntryPoint)],
+    commands: &[(&Command, EntryPoint)],
     since: &CStr,
 ) -> Result<(), String> {
-    for (spec, entry) in commands {
-        let (first, last, step) = spec.key_positions();
-        let name = spec.name.to_string_lossy();
-        // SAFETY: ctx is the loading context; the strings are static.
+    for &(command, entry) in commands {
+        // Registered lower case, as Redis names its own commands.
+        let name = command.name().to_ascii_lowercase();
+        let c_name = CString::new(name.as_str()).map_err(|e| e.to_string())?;
+        let flags = CString::new(command.flags).map_err(|e| e.to_string())?;
+        // Key positions for `RedisModule_CreateCommand`: the argument after the name, or none.
+        let (first, last, step) = if command.key.is_some() {
+            (1, 1, 1)
+        } else {
+            (0, 0, 0)
+        };
+        // SAFETY: ctx is the loading context; Redis copies the strings.
         let created = unsafe {
             raw::RedisModule_CreateCommand.unwrap()(
                 ctx.ctx,
-                spec.name.as_ptr(),
-                Some(*entry),
-                spec.flags.as_ptr(),
+                c_name.as_ptr(),
+                Some(entry),
+                flags.as_ptr(),
                 first,
                 last,
                 step,
@@ -162,18 +147,17 @@ pub fn register_all(
             return Err(format!("could not create command {name}"));
         }
         // SAFETY: the command was just created under this name.
-        let command = unsafe { raw::RedisModule_GetCommand.unwrap()(ctx.ctx, spec.name.as_ptr()) };
-        if command.is_null() {
+        let registered = unsafe { raw::RedisModule_GetCommand.unwrap()(ctx.ctx, c_name.as_ptr()) };
+        if registered.is_null() {
             return Err(format!("could not look up command {name}"));
         }
-        spec.docs
-            .apply(command, spec.arity, since)
-            .map_err(|e| format!("{name}: {e}"))?;
+        command_docs::apply(registered, command, since).map_err(|e| format!("{name}: {e}"))?;
+        let categories = CString::new(command.acl_categories).map_err(|e| e.to_string())?;
         // ACL categories for module commands exist from Redis 7.2; on 7.0 users grant the
         // commands by name (+snowflake.next).
         // SAFETY: the pointer is present only where the server implements it.
         if let Some(set_categories) = unsafe { raw::RedisModule_SetCommandACLCategories } {
-            if unsafe { set_categories(command, spec.acl_categories.as_ptr()) }
+            if unsafe { set_categories(registered, categories.as_ptr()) }
                 != raw::REDISMODULE_OK as c_int
             {
                 ctx.log_warning(&format!("could not set ACL categories of {name}"));

@@ -3,6 +3,7 @@ pub mod clock_source;
 pub mod cluster_bus;
 pub mod command_docs;
 pub mod command_table;
+pub mod config;
 pub mod connected_clients;
 pub mod data_type;
 pub mod databases;

@@ -16,7 +16,7 @@ pub fn wall_unix_ms() -> u64 {
 /// `unix_ms` moved by the debug clock offset (saturating at 0 and at the top).
 #[inline(always)]
 fn with_debug_offset(unix_ms: u64) -> u64 {
-    match settings::clock_offset_ms() {
+    match settings::get(idgen_core::SettingId::DebugClockOffsetMs) {
         // Outside tests: one load and one branch, where the saturating add takes ten.
         0 => unix_ms,
         offset => unix_ms.saturating_add_signed(offset),

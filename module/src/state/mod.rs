@@ -1,9 +1,7 @@
 pub mod clock;
 pub mod failback_marks;
 pub mod instance;
-pub mod key_slot;
 pub mod leases;
-pub mod name_hash;
 pub mod pacing;
 pub mod peer_identities;
 pub mod replica_role;

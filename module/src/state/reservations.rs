@@ -18,15 +18,43 @@
 //!
 //! One table per database, keyed by the key's bytes hashed with SipHash-1-3 under a random
 //! key, as Redis hashes its own keyspace: key names come from clients, and a hash they could
-//! make collide would let one client slow the server's main thread (`state::name_hash`).
+//! make collide would let one client slow the server's main thread. The `siphasher` crate's
+//! one-shot hash of a byte string costs what a hand-written one did; the standard library's
+//! streaming hasher costs `SEGMENT.NEXT` about 50 instructions more (docs/performance.md).
 //! Redis runs all of this on its main thread; the table sits in a `MainThreadCell`.
+
+use std::hash::{BuildHasher, RandomState};
 
 use hashbrown::HashTable;
 use idgen_core::{Reservation, SegmentRange};
 
+use idgen_core::key_slot;
+use siphasher::sip::SipHasher13;
+
 use crate::ffi::main_thread::MainThreadCell;
-use crate::state::key_slot;
-use crate::state::name_hash::NameHasher;
+
+/// A SipHash-1-3 of key names under a key drawn at random for each table.
+#[derive(Clone, Copy)]
+struct NameHasher(SipHasher13);
+
+impl Default for NameHasher {
+    fn default() -> Self {
+        // Two outputs of the standard library's SipHash under its own random key (seeded
+        // from the operating system): unpredictable to clients.
+        let state = RandomState::new();
+        NameHasher(SipHasher13::new_with_keys(
+            state.hash_one(0u64),
+            state.hash_one(1u64),
+        ))
+    }
+}
+
+impl NameHasher {
+    #[inline]
+    fn hash(&self, name: &[u8]) -> u64 {
+        self.0.hash(name)
+    }
+}
 
 /// One database's keys: name and reservation.
 #[derive(Default)]

@@ -1,7 +1,8 @@
 //! The cluster hash slot of a key name, as Redis and Valkey compute it: CRC16 (XMODEM) of
 //! the key's hash tag (the part between the first `{` and the next `}`, when not empty) or
 //! of the whole name, modulo 16384. The module needs it to drop what it keeps for the keys
-//! of slots that moved away; the API call for it exists only on newer servers.
+//! of slots that moved away; the API call for it exists only on newer servers. Use it as
+//! `key_slot::of(name)`.
 
 /// The number of hash slots in a cluster.
 pub const SLOTS: u16 = 16_384;
