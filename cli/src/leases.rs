@@ -55,10 +55,11 @@ pub async fn run(target: &Target, args: &LeasesArgs, timeout: Duration) -> Resul
                 continue;
             }
         };
-        let reply: redis::RedisResult<Vec<HashMap<String, Value>>> = redis::cmd("LEASE.LIST")
-            .arg(&args.pool)
-            .query_async(&mut conn)
-            .await;
+        let reply: redis::RedisResult<Vec<HashMap<String, Value>>> =
+            redis::cmd(idgen_core::commands::LEASE_LIST.name())
+                .arg(&args.pool)
+                .query_async(&mut conn)
+                .await;
         match reply {
             Ok(leases) => {
                 reached += 1;
@@ -124,10 +125,11 @@ pub async fn leased_worker(target: &Target, id: i64, timeout: Duration) -> Optio
         let Ok(mut conn) = connect(&node.info, timeout).await else {
             continue;
         };
-        let reply: redis::RedisResult<HashMap<String, Value>> = redis::cmd("SNOWFLAKE.DECODE")
-            .arg(id)
-            .query_async(&mut conn)
-            .await;
+        let reply: redis::RedisResult<HashMap<String, Value>> =
+            redis::cmd(idgen_core::commands::SNOWFLAKE_DECODE.name())
+                .arg(id)
+                .query_async(&mut conn)
+                .await;
         if let Ok(fields) = reply {
             return match fields.get("leased_worker") {
                 Some(Value::Int(worker)) => Some(*worker),

@@ -131,7 +131,7 @@ async fn ping(conn: &mut MultiplexedConnection, address: &str) -> Result<(), Cli
 }
 
 async fn identity(conn: &mut MultiplexedConnection) -> IdentityAnswer {
-    let reply = redis::cmd("IDGEN.IDENTITY")
+    let reply = idgen_client::commands::build::idgen_identity()
         .query_async::<HashMap<String, String>>(conn)
         .await;
     match reply {

@@ -11,6 +11,7 @@
 
 use crate::server_errors;
 use idgen_client::redis::{self, aio::MultiplexedConnection, Cmd, RedisError};
+use idgen_core::commands as declared;
 
 /// One command an application needs.
 #[derive(Debug, Clone)]
@@ -18,7 +19,7 @@ pub struct ProbeSpec {
     /// How the command is named in reports (`SNOWFLAKE.NEXT`).
     pub name: &'static str,
     /// The ACL rule that grants it.
-    pub grant: &'static str,
+    pub grant: String,
     /// The command as queued inside `MULTI` (never run).
     queued: Cmd,
     /// The command as sent when `MULTI` is not allowed: one that has no effect.
@@ -52,7 +53,7 @@ pub struct Probe {
     /// The command's name.
     pub name: &'static str,
     /// The ACL rule that grants it.
-    pub grant: &'static str,
+    pub grant: String,
     /// The answer.
     pub outcome: Outcome,
 }
@@ -76,10 +77,15 @@ fn cmd(parts: &[&str]) -> Cmd {
     command
 }
 
-fn spec(name: &'static str, grant: &'static str, queued: Cmd, direct: Cmd) -> ProbeSpec {
+/// The ACL rule that grants one command: `+` and its name in lower case.
+fn grant(name: &str) -> String {
+    format!("+{}", name.to_ascii_lowercase())
+}
+
+fn spec(name: &'static str, grant: impl Into<String>, queued: Cmd, direct: Cmd) -> ProbeSpec {
     ProbeSpec {
         name,
-        grant,
+        grant: grant.into(),
         queued,
         direct,
     }
@@ -90,21 +96,28 @@ impl ProbeSet {
     /// `key` in the ID commands.
     pub fn for_application(kind: Kind, key: &str) -> ProbeSet {
         let harmless = |name, grant, parts: &[&str]| spec(name, grant, cmd(parts), cmd(parts));
+        let identity = declared::IDGEN_IDENTITY.name();
+        // An ID command is probed with `COUNT 0`, which the module refuses after the ACL
+        // check: permitted or not, nothing is issued.
+        let id_command = |command: &declared::Command| {
+            let name = command.name();
+            spec(
+                name,
+                grant(name),
+                cmd(&[name, key]),
+                cmd(&[name, key, declared::COUNT.word, "0"]),
+            )
+        };
         let mut specs = vec![
             harmless("PING", "+ping", &["PING"]),
-            harmless("IDGEN.IDENTITY", "+idgen.identity", &["IDGEN.IDENTITY"]),
             spec(
-                "SNOWFLAKE.NEXT",
-                "+snowflake.next",
-                cmd(&["SNOWFLAKE.NEXT", key]),
-                cmd(&["SNOWFLAKE.NEXT", key, "COUNT", "0"]),
+                identity,
+                grant(identity),
+                cmd(&[identity]),
+                cmd(&[identity]),
             ),
-            spec(
-                "SEGMENT.NEXT",
-                "+segment.next",
-                cmd(&["SEGMENT.NEXT", key]),
-                cmd(&["SEGMENT.NEXT", key, "COUNT", "0"]),
-            ),
+            id_command(&declared::SNOWFLAKE_NEXT),
+            id_command(&declared::SEGMENT_NEXT),
         ];
         match kind {
             Kind::Nodes => {}
@@ -166,7 +179,7 @@ pub async fn probe_all(conn: &mut MultiplexedConnection, set: &ProbeSet) -> Vec<
         };
         probes.push(Probe {
             name: spec.name,
-            grant: spec.grant,
+            grant: spec.grant.clone(),
             outcome,
         });
     }
