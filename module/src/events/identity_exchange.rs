@@ -62,7 +62,7 @@ impl ClusterMessageHandler for Exchange {
             }
         }
         if heard == Heard::New && peer_identities::comparing() {
-            finish_comparing(ctx, &other_entries(ctx), false);
+            finish_comparing(ctx, peer_identities::heard_all_listed(), false);
         }
     }
 }
@@ -124,7 +124,11 @@ fn follow(ctx: &Context, count: u64) {
     let entries: Vec<TableEntry> = others.into_iter().map(table_entry).collect();
     changed |= peer_identities::follow_table(&entries);
     let sent = changed && conclude(ctx);
-    finish_comparing(ctx, &entries, count >= STARTUP_WAIT_TICKS);
+    finish_comparing(
+        ctx,
+        peer_identities::heard_all_listed(),
+        count >= STARTUP_WAIT_TICKS,
+    );
     if !sent && count.is_multiple_of(HEARTBEAT_EVERY_TICKS) {
         if let Some(mine) = peer_identities::my_announcement() {
             // Refused before the node has joined a cluster (no other node to send to): the
@@ -134,13 +138,12 @@ fn follow(ctx: &Context, count: u64) {
     }
 }
 
-/// Ends the startup comparison once every live node of the table (`entries`, without this
-/// node) was heard, or when `waited_enough`; logs the outcome.
-fn finish_comparing(ctx: &Context, entries: &[TableEntry], waited_enough: bool) {
+/// Ends the startup comparison once every live node of the table was heard (`heard_all`),
+/// or when `waited_enough`; logs the outcome.
+fn finish_comparing(ctx: &Context, heard_all: bool, waited_enough: bool) {
     if !peer_identities::comparing() {
         return;
     }
-    let heard_all = peer_identities::heard_all(entries);
     if !heard_all && !waited_enough {
         return;
     }
@@ -158,16 +161,6 @@ fn finish_comparing(ctx: &Context, entries: &[TableEntry], waited_enough: bool) 
              the deployment",
         );
     }
-}
-
-/// The other nodes of the cluster's table.
-fn other_entries(ctx: &Context) -> Vec<TableEntry> {
-    cluster_bus::members(ctx)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|node| !node.myself)
-        .map(table_entry)
-        .collect()
 }
 
 /// This node was promoted: it ranks from now, and tells every node at once.

@@ -49,6 +49,10 @@ struct Table {
     must_refuse: bool,
     refusal: String,
     detail: String,
+    /// The live nodes (not failed, not this one) of the last read of the cluster's table,
+    /// `None` before the first: a message heard while comparing is checked against this
+    /// instead of reading the table again (a read per message is quadratic at a start).
+    live_listed: Option<Vec<String>>,
 }
 
 static TABLE: MainThreadCell<Table> = MainThreadCell::new(Table {
@@ -61,6 +65,7 @@ static TABLE: MainThreadCell<Table> = MainThreadCell::new(Table {
     must_refuse: false,
     refusal: String::new(),
     detail: String::new(),
+    live_listed: None,
 });
 
 /// Whether SNOWFLAKE.NEXT and SEGMENT.NEXT must refuse (a conflict names this node, or it
@@ -81,14 +86,14 @@ pub fn start_comparing() {
     STANDING.store(COMPARING, Ordering::Relaxed);
 }
 
-/// Whether this node holds an announcement from every live node of `entries` (the table
-/// without itself).
-pub fn heard_all(entries: &[TableEntry]) -> bool {
+/// Whether this node holds an announcement from every live node of the last table read
+/// ([`follow_table`]); false before the first read.
+pub fn heard_all_listed() -> bool {
     TABLE.with(|table| {
-        entries
-            .iter()
-            .filter(|entry| !entry.failed)
-            .all(|entry| table.peers.contains_key(&entry.id))
+        table
+            .live_listed
+            .as_ref()
+            .is_some_and(|listed| listed.iter().all(|id| table.peers.contains_key(id)))
     })
 }
 
@@ -212,6 +217,13 @@ pub fn follow_table(entries: &[TableEntry]) -> bool {
         .map(|entry| (entry.id.as_str(), entry))
         .collect();
     TABLE.with(|table| {
+        table.live_listed = Some(
+            entries
+                .iter()
+                .filter(|entry| !entry.failed)
+                .map(|entry| entry.id.clone())
+                .collect(),
+        );
         let before = table.peers.len();
         table.peers.retain(|id, _| listed.contains_key(id.as_str()));
         let mut changed = table.peers.len() != before;
