@@ -102,6 +102,7 @@ redis_module! {
             ["lease-workers", &settings::LEASE_WORKERS.value, settings::LEASE_WORKERS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
             ["lease-max-ms", &settings::LEASE_MAX_MS.value, settings::LEASE_MAX_MS.default, i64::MIN, i64::MAX, ConfigurationFlags::IMMUTABLE, None],
             ["debug-clock-offset-ms", &settings::DEBUG_CLOCK_OFFSET_MS.value, 0, -86_400_000_000, 86_400_000_000, ConfigurationFlags::PROTECTED | ConfigurationFlags::HIDDEN, None],
+            ["debug-lease-fence-off", &settings::DEBUG_LEASE_FENCE_OFF.value, 0, 0, 1, ConfigurationFlags::PROTECTED | ConfigurationFlags::HIDDEN, None],
         ],
         string: [],
         bool: [

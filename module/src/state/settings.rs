@@ -100,6 +100,11 @@ pub fn refuses_on_conflict() -> bool {
 /// runtime, changeable only with `enable-protected-configs yes`.
 pub static DEBUG_CLOCK_OFFSET_MS: Setting = Setting::new("debug-clock-offset-ms", 0);
 
+/// `idgen.debug-lease-fence-off` (1 = off): no lease fence at a start or promotion. Only for
+/// the fault soak's control run, which must then find duplicates; hidden and protected like
+/// `debug-clock-offset-ms`.
+pub static DEBUG_LEASE_FENCE_OFF: Setting = Setting::new("debug-lease-fence-off", 0);
+
 /// Every config that module arguments may set.
 pub static ALL: [&Setting; 14] = [
     &STEP,
