@@ -253,3 +253,33 @@ fn parse_log(text: &str) -> Vec<(u64, String, String)> {
 
 /// The holders, each behind a lock (faults applied together touch them from two threads).
 pub type Holders = Vec<std::sync::Mutex<Holder>>;
+
+impl Holder {
+    /// Bytes the current process has written to `ids.bin` (8 per ID).
+    fn issued_bytes(&self) -> u64 {
+        std::fs::metadata(self.generation_dir().join("ids.bin")).map_or(0, |m| m.len())
+    }
+}
+
+/// Waits (up to `timeout`) until every holder has issued an ID since the call; returns the
+/// labels of those that did not (a generator that never recovers from a fault).
+pub fn stalled(holders: &Holders, timeout: Duration) -> Vec<String> {
+    let before: Vec<u64> = holders
+        .iter()
+        .map(|h| h.lock().unwrap().issued_bytes())
+        .collect();
+    let deadline = Instant::now() + timeout;
+    loop {
+        let stalled: Vec<String> = holders
+            .iter()
+            .zip(&before)
+            .map(|(h, &bytes)| (h.lock().unwrap(), bytes))
+            .filter(|(h, bytes)| h.issued_bytes() <= *bytes)
+            .map(|(h, _)| h.label.clone())
+            .collect();
+        if stalled.is_empty() || Instant::now() > deadline {
+            return stalled;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -265,6 +265,8 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
     });
     // The last step has healed: a few seconds of traffic on the whole deployment.
     std::thread::sleep(Duration::from_secs(2));
+    // Every holder issues again after the last fault (a fence lasts 4.5 s at most).
+    let stalled = holders::stalled(&holders, Duration::from_secs(20));
     shared.stop.store(true, Ordering::Relaxed);
     for holder in &holders {
         holder.lock().unwrap().stop();
@@ -311,6 +313,7 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
         &report::Leased {
             generations: &generations,
             start_unix_ms,
+            stalled: &stalled,
         },
         &log,
         &applied,

@@ -23,6 +23,8 @@ pub struct Leased<'a> {
     pub generations: &'a [Generation],
     /// The unix ms at which the soak's clock (`LogLine` times) started.
     pub start_unix_ms: u64,
+    /// Holders that issued nothing in the 20 s after the last fault healed.
+    pub stalled: &'a [String],
 }
 
 impl Leased<'_> {
@@ -172,6 +174,12 @@ pub fn report(
         );
     }
     let (leased_ids, longest_holder_gap) = leased.print_holders();
+    if !leased.stalled.is_empty() {
+        println!(
+            "STALLED holders {:?}: no ID in the 20 s after the last fault healed",
+            leased.stalled
+        );
+    }
     for wrong in &verdict.wrong_class {
         let call = &history.calls[wrong.call as usize];
         println!(
@@ -233,7 +241,7 @@ pub fn report(
         );
         duplicates > 0
     } else {
-        clean && enough_faults && enough_traffic
+        clean && enough_faults && enough_traffic && leased.stalled.is_empty()
     };
     if duplicates > 0 || verdict.wrong_class_count > 0 {
         match keep(options, history, verdict, log) {
