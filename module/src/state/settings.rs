@@ -102,7 +102,7 @@ pub static DEBUG_CLOCK_OFFSET_MS: Setting = Setting::new("debug-clock-offset-ms"
 
 /// `idgen.debug-lease-fence-off` (1 = off): no lease fence at a start or promotion. Only for
 /// the fault soak's control run, which must then find duplicates; hidden and protected like
-/// `debug-clock-offset-ms`.
+/// `debug-clock-offset-ms`, and given as a configuration-file line (not a module argument).
 pub static DEBUG_LEASE_FENCE_OFF: Setting = Setting::new("debug-lease-fence-off", 0);
 
 /// Every config that module arguments may set.
