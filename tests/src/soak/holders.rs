@@ -45,6 +45,8 @@ pub struct Holder {
     namespaces: bool,
     generation: u32,
     child: Option<Child>,
+    /// The current process's clock offset (ms).
+    clock_offset_ms: i64,
 }
 
 impl Holder {
@@ -58,6 +60,7 @@ impl Holder {
             namespaces: network.namespaces,
             generation: 0,
             child: None,
+            clock_offset_ms: 0,
         }
     }
 
@@ -71,6 +74,7 @@ impl Holder {
             return Ok(());
         }
         self.generation += 1;
+        self.clock_offset_ms = 0;
         let dir = self.generation_dir();
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let mut command = if self.namespaces {
@@ -138,9 +142,15 @@ impl Holder {
         }
     }
 
-    /// Shifts the generator's clock by `offset_ms` (0: back to the process's own); the
-    /// holder takes it up within 20 ms.
-    pub fn set_clock_offset(&self, offset_ms: i64) -> Result<(), String> {
+    /// Steps the current process's generator clock by `step_ms` (added to the steps
+    /// before); the holder takes it up within 20 ms. Returns the offset now in force.
+    pub fn step_clock(&mut self, step_ms: i64) -> Result<i64, String> {
+        self.clock_offset_ms += step_ms;
+        self.write_clock_offset(self.clock_offset_ms)?;
+        Ok(self.clock_offset_ms)
+    }
+
+    fn write_clock_offset(&self, offset_ms: i64) -> Result<(), String> {
         let dir = self.generation_dir();
         let temporary = dir.join("clock_offset_ms.new");
         std::fs::write(&temporary, offset_ms.to_string()).map_err(|e| e.to_string())?;

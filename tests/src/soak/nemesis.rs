@@ -328,14 +328,12 @@ impl Nemesis<'_> {
                 self.note(format!("{name} {label}: SIGCONT"));
             }
             FaultKind::HolderClockStep => {
-                let result = holder.lock().unwrap().set_clock_offset(fault.amount);
+                let result = holder.lock().unwrap().step_clock(fault.amount);
                 self.note(format!(
-                    "{name} {label} (worker {worker:?}) by {:+} ms for {} ms {result:?}",
-                    fault.amount, fault.hold_ms
+                    "{name} {label} (worker {worker:?}) by {:+} ms, offset now {result:?}",
+                    fault.amount
                 ));
                 std::thread::sleep(hold);
-                let result = holder.lock().unwrap().set_clock_offset(0);
-                self.note(format!("{name} {label}: clock back {result:?}"));
             }
             FaultKind::HolderPartition => {
                 if !self.network.namespaces {
@@ -484,7 +482,6 @@ impl Nemesis<'_> {
         for (index, holder) in self.holders.iter().enumerate() {
             let mut holder = holder.lock().unwrap();
             holder.signal(libc::SIGCONT);
-            let _ = holder.set_clock_offset(0);
             if self.network.namespaces {
                 let _ = self.network.set_holder_link(index, true);
             }

@@ -67,7 +67,11 @@ pub enum FaultKind {
     /// SIGSTOP of a leased-generator holder for longer than its window, then SIGCONT: it
     /// must issue nothing under the old window when it wakes.
     HolderStop,
-    /// A holder's clock (the one its generator reads) moved by ±1 s…1 min, then back.
+    /// A holder's clock (the monotonic clock its generator reads) jumps ahead by 1 s…1 min
+    /// (as a paused VM's does), or half the time back by 1–5 s (which a monotonic clock
+    /// never does; the generator must still stay inside its window). Not undone: undoing a
+    /// jump ahead would be a jump back of up to a minute, which stalls the holder that long
+    /// (`leased_generator.rs` checks a minute back with real processes).
     HolderClockStep,
     /// A holder's link taken down for longer than its window, then up.
     HolderPartition,
@@ -243,13 +247,12 @@ fn fault(rng: &mut Rng, kinds: &[FaultKind]) -> Fault {
             }
         }
         FaultKind::HolderClockStep => {
-            // Log-uniform between 1 s and 1 min, either way.
-            let exponent = rng.between(0, 1000) as f64 / 1000.0;
-            let magnitude = (1_000.0 * 60f64.powf(exponent)) as i64;
+            // Ahead: log-uniform between 1 s and 1 min; back: uniform between 1 and 5 s.
+            let draw = rng.between(0, 1000);
             if rng.coin() {
-                magnitude
+                (1_000.0 * 60f64.powf(draw as f64 / 1000.0)) as i64
             } else {
-                -magnitude
+                -(1_000 + 4 * draw as i64)
             }
         }
         FaultKind::KillMaster | FaultKind::IdentityMistake => i64::from(rng.coin()),
@@ -334,7 +337,10 @@ mod tests {
         for fault in steps.iter().flat_map(|s| &s.faults) {
             match fault.kind {
                 FaultKind::HolderStop => assert!(fault.hold_ms > 2_500),
-                _ => assert!((1_000..=60_000).contains(&fault.amount.abs())),
+                _ => assert!(
+                    (1_000..=60_000).contains(&fault.amount)
+                        || (-5_000..=-1_000).contains(&fault.amount)
+                ),
             }
         }
     }
