@@ -725,6 +725,9 @@ fn run(shared: &Shared, mut session: Session, mut sent: u64) {
                 let mut status = lock(&shared.status);
                 status.grant = grant;
                 status.acquired += 1;
+                // `deadline` above is the old lease's: decide again on the new one (with the
+                // old one cleared, the branch below would clear the new lease too).
+                continue;
             }
         }
         let wait_ms = match (grant, deadline) {

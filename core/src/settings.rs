@@ -155,6 +155,15 @@ settings! {
         listed: false,
         ..Setting::integer("debug-clock-offset-ms", 0, None)
     };
+    /// `idgen.debug-lease-fence-off yes`: no lease fence at a start or a promotion. Only for
+    /// the fault soak's control run, which must then find duplicates; not listed, and
+    /// changeable at runtime only with `enable-protected-configs yes`.
+    DebugLeaseFenceOff = Setting {
+        kind: SettingKind::YesNo,
+        runtime: true,
+        listed: false,
+        ..Setting::integer("debug-lease-fence-off", 0, None)
+    };
 }
 
 /// How far (1,000 days, in ms) the debug clock offset may move the module's clock.
@@ -240,7 +249,7 @@ mod tests {
 
     #[test]
     fn the_ids_and_the_table_agree() {
-        assert_eq!(SettingId::DebugClockOffsetMs as usize, SETTINGS.len() - 1);
+        assert_eq!(SettingId::DebugLeaseFenceOff as usize, SETTINGS.len() - 1);
         assert_eq!(SettingId::Step.setting().name, "step");
         assert_eq!(SettingId::LeaseMaxMs.setting().name, "lease-max-ms");
         let mut names: Vec<_> = SETTINGS.iter().map(|s| s.name).collect();

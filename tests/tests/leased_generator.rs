@@ -291,3 +291,189 @@ fn a_generator_moves_to_a_promoted_replica() {
     let unique: HashSet<u64> = ids.iter().copied().collect();
     assert_eq!(unique.len(), ids.len());
 }
+
+/// A `lease_holder` process (tests/src/bin/lease_holder.rs) on pool `workers`, writing into
+/// `dir`; one worker id in the band, so that the next holder must take the same one.
+struct HolderProcess {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+}
+
+/// One leased worker id, 1 s windows, 100 ms of drift allowance.
+const ONE_WORKER: [&str; 6] = [
+    "lease-workers",
+    "1",
+    "lease-max-ms",
+    "1000",
+    "max-drift-ms",
+    "100",
+];
+
+impl HolderProcess {
+    fn start(url: &str, dir: std::path::PathBuf) -> HolderProcess {
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_lease_holder"))
+            .args(["--urls", url, "--pool", "workers", "--duration-ms", "1000"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("start lease_holder");
+        HolderProcess { child, dir }
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        // SAFETY: signalling a child this test started and has not reaped.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, signal) };
+    }
+
+    /// SIGSTOP, and waits until the process is stopped (its state `T`).
+    fn freeze(&self) {
+        self.signal(libc::SIGSTOP);
+        let stat = format!("/proc/{}/stat", self.child.id());
+        wait_for("the holder to stop", || {
+            std::fs::read_to_string(&stat).is_ok_and(|text| {
+                text.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('T'))
+            })
+        });
+    }
+
+    /// Every ID written so far.
+    fn ids(&self) -> Vec<u64> {
+        std::fs::read(self.dir.join("ids.bin"))
+            .unwrap_or_default()
+            .chunks_exact(8)
+            .map(|chunk| u64::from_le_bytes(chunk.try_into().unwrap()))
+            .collect()
+    }
+
+    /// The windows it took up: (worker id, last unix ms), in order.
+    fn leases(&self) -> Vec<(u64, u64)> {
+        let log = std::fs::read_to_string(self.dir.join("log.tsv")).unwrap_or_default();
+        // `unix_ms<TAB>lease<TAB>worker W units A..=B end_unix_ms E`
+        log.lines()
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split('\t').collect();
+                let words: Vec<&str> = fields.get(2)?.split_whitespace().collect();
+                (fields[1] == "lease").then_some(())?;
+                Some((words.get(1)?.parse().ok()?, words.get(5)?.parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// SIGTERM and wait: the holder releases its lease and exits.
+    fn stop(mut self) -> Vec<u64> {
+        self.signal(libc::SIGCONT);
+        self.signal(libc::SIGTERM);
+        self.child.wait().unwrap();
+        self.ids()
+    }
+}
+
+impl Drop for HolderProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits for `condition` (a bound of 30 s only turns a hang into a failure).
+fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !condition() {
+        assert!(Instant::now() < deadline, "waited 30 s for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn unix_ms_of(id: u64) -> u64 {
+    idgen_core::DEFAULT_EPOCH_UNIX_MS + (id >> 22)
+}
+
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("leased-{name}-{}", std::process::id()))
+}
+
+/// A holder process frozen (SIGSTOP) past its window: meanwhile another process takes the
+/// worker id; when the first wakes it issues nothing under its old window, and nothing at
+/// all until it holds a new window — after the second's. No ID of one equals the other's.
+#[test]
+fn a_holder_frozen_past_its_window_issues_nothing_until_it_holds_a_new_one() {
+    let server = Server::start(&ONE_WORKER);
+    let url = server.url();
+    let dir = scratch_dir("frozen");
+    let first = HolderProcess::start(&url, dir.join("a"));
+    wait_for("the first holder's IDs", || first.ids().len() > 1000);
+    first.freeze();
+    let frozen_ids = first.ids().len();
+    let (worker, first_end) = *first.leases().last().unwrap();
+    // The second holder gets the only worker id once the first's window has ended.
+    let second = HolderProcess::start(&url, dir.join("b"));
+    wait_for("the second holder's IDs", || second.ids().len() > 1000);
+    assert_eq!(second.leases()[0].0, worker);
+    first.signal(libc::SIGCONT);
+    // The first wakes past its window: while the second holds the worker id it has none.
+    let awake = Instant::now();
+    wait_for("the second holder's renewals", || {
+        awake.elapsed() > Duration::from_millis(1500) && second.leases().len() >= 3
+    });
+    assert_eq!(
+        first.ids().len(),
+        frozen_ids,
+        "issued after waking, under no lease"
+    );
+    let second_ids = second.stop();
+    // Released: the first takes the worker id again and goes on.
+    wait_for("the first holder's IDs after the second stopped", || {
+        first.ids().len() > frozen_ids + 1000
+    });
+    let first_ids = first.stop();
+    let second_last = unix_ms_of(*second_ids.last().unwrap());
+    for &id in &first_ids[..frozen_ids] {
+        assert!(unix_ms_of(id) <= first_end, "an ID past the first window");
+    }
+    for &id in &first_ids[frozen_ids..] {
+        assert!(
+            unix_ms_of(id) > second_last,
+            "an ID of the first holder under the second's window"
+        );
+    }
+    let mut all: Vec<u64> = first_ids.iter().chain(&second_ids).copied().collect();
+    let count = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), count, "duplicate IDs");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A holder whose clock (the one its generator reads) steps back a minute thinks its window
+/// lasts a minute longer: it still issues nothing past the window the server granted, and
+/// the next holder of the worker id, whose window starts after it, never repeats its IDs.
+#[test]
+fn a_holder_whose_clock_steps_back_stays_inside_its_window() {
+    let server = Server::start(&ONE_WORKER);
+    let url = server.url();
+    let dir = scratch_dir("clock");
+    let first = HolderProcess::start(&url, dir.join("a"));
+    wait_for("the first holder's IDs", || first.ids().len() > 1000);
+    std::fs::write(dir.join("a").join("clock_offset_ms"), "-60000").unwrap();
+    let second = HolderProcess::start(&url, dir.join("b"));
+    wait_for("the second holder's IDs", || second.ids().len() > 2000);
+    let second_ids = second.stop();
+    let first_leases = first.leases();
+    let first_ids = first.stop();
+    let first_end = first_leases.iter().map(|&(_, end)| end).max().unwrap();
+    assert!(first_ids.iter().all(|&id| unix_ms_of(id) <= first_end));
+    let second_first = unix_ms_of(second_ids[0]);
+    assert!(
+        first_end < second_first,
+        "the second window starts after the first"
+    );
+    let mut all: Vec<u64> = first_ids.iter().chain(&second_ids).copied().collect();
+    let count = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), count, "duplicate IDs");
+    let _ = std::fs::remove_dir_all(dir);
+}

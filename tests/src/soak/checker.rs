@@ -32,6 +32,24 @@ pub struct WrongClass {
     pub call: u32,
 }
 
+/// Where an ID came from: a client's call, or a leased-generator holder process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Source {
+    /// An index into [`History::calls`].
+    Call(u32),
+    /// An index into the holder processes given to [`check_leased`].
+    Holder(u32),
+}
+
+/// An ID a holder issued that another holder, or a client of the module, also got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeasedDuplicate {
+    /// The ID.
+    pub id: u64,
+    /// Who got it (at least one a holder).
+    pub sources: (Source, Source),
+}
+
 /// What the checker found.
 #[derive(Debug, Default)]
 pub struct Verdict {
@@ -46,6 +64,12 @@ pub struct Verdict {
     /// The longest time in ms during which no client that follows the master got an
     /// answer (counted from the start and up to the end too).
     pub longest_outage_ms: u64,
+    /// IDs of holders that another holder or a client also got (also counted in
+    /// `duplicate_values`); at most the first 1000 kept.
+    pub leased_duplicates: Vec<LeasedDuplicate>,
+    /// Holder IDs whose worker id lies outside the leased band (counted in
+    /// `wrong_class_count`).
+    pub leased_outside_band: u64,
 }
 
 /// What the checker needs to know about the deployment.
@@ -69,6 +93,53 @@ pub fn check(history: &History, deployment: &Deployment, duration_ms: u64) -> Ve
     residues(history, deployment, &mut verdict);
     verdict.longest_outage_ms = longest_gap(&history.follower_answers, duration_ms);
     verdict
+}
+
+/// Checks the IDs of leased-generator holders (`holders[i]`: every ID process `i` issued)
+/// together with every snowflake the clients got: none twice, and each holder ID's worker id
+/// (shard field) at or above `band_first`. Duplicates among the clients alone are
+/// [`check`]'s.
+pub fn check_leased(
+    history: &History,
+    holders: &[&[u64]],
+    deployment: &Deployment,
+    band_first: u64,
+    verdict: &mut Verdict,
+) {
+    let shard_mask = (1u64 << (63 - 41 - deployment.sequence_bits).min(63)) - 1;
+    let mut all: Vec<(u64, Source)> = Vec::with_capacity(
+        history.snowflakes.len() + holders.iter().map(|ids| ids.len()).sum::<usize>(),
+    );
+    for (index, ids) in holders.iter().enumerate() {
+        for &id in ids.iter() {
+            if (id >> deployment.sequence_bits) & shard_mask < band_first {
+                verdict.leased_outside_band += 1;
+                verdict.wrong_class_count += 1;
+            }
+            all.push((id, Source::Holder(index as u32)));
+        }
+    }
+    all.extend(
+        history
+            .snowflakes
+            .iter()
+            .map(|&(id, call)| (id as u64, Source::Call(call))),
+    );
+    all.sort_unstable();
+    for pair in all.windows(2) {
+        let ((a, source_a), (b, source_b)) = (pair[0], pair[1]);
+        let holder_involved =
+            matches!(source_a, Source::Holder(_)) || matches!(source_b, Source::Holder(_));
+        if a == b && holder_involved {
+            verdict.duplicate_values += 1;
+            if verdict.leased_duplicates.len() < 1000 {
+                verdict.leased_duplicates.push(LeasedDuplicate {
+                    id: a,
+                    sources: (source_a, source_b),
+                });
+            }
+        }
+    }
 }
 
 fn snowflake_duplicates(history: &History, verdict: &mut Verdict) {
@@ -340,6 +411,42 @@ mod tests {
         history.add_segment(call("follow", 2), p(7, 4, 3));
         let verdict = check(&history, &deployment(), 10);
         assert_eq!(verdict.wrong_class_count, 3);
+    }
+
+    #[test]
+    fn holder_ids_are_checked_against_each_other_and_the_clients() {
+        let deployment = deployment();
+        let leased = |worker: u64, ms: u64, seq: u64| (ms << 22) | (worker << 12) | seq;
+        let mut history = History::default();
+        history.add_snowflakes(call("n0", 1), &[leased(3, 10, 0) as i64]);
+        let (a, b) = (
+            vec![leased(1000, 10, 0), leased(1000, 10, 1)],
+            vec![leased(1001, 10, 0), leased(1001, 11, 0)],
+        );
+        let mut verdict = Verdict::default();
+        check_leased(&history, &[&a, &b], &deployment, 960, &mut verdict);
+        assert_eq!(verdict.duplicate_values, 0);
+        assert_eq!(verdict.wrong_class_count, 0);
+        // Another process of the same worker id in the same millisecond; a holder ID a
+        // client also got; an ID outside the band.
+        let c = vec![leased(1000, 10, 1), leased(3, 10, 0)];
+        let mut verdict = Verdict::default();
+        check_leased(&history, &[&a, &b, &c], &deployment, 960, &mut verdict);
+        assert_eq!(verdict.duplicate_values, 2);
+        assert_eq!(verdict.leased_outside_band, 1);
+        let mut pairs: Vec<_> = verdict
+            .leased_duplicates
+            .iter()
+            .map(|d| d.sources)
+            .collect();
+        pairs.sort();
+        assert_eq!(
+            pairs,
+            [
+                (Source::Call(0), Source::Holder(2)),
+                (Source::Holder(0), Source::Holder(2))
+            ]
+        );
     }
 
     #[test]

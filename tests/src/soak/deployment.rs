@@ -79,16 +79,26 @@ impl Network {
 
     /// Takes node `index`'s link down (`up == false`) or up again.
     pub fn set_link(&self, index: usize, up: bool) -> Result<(), String> {
-        let state = if up { "up" } else { "down" };
-        let output = Command::new("ip")
-            .args(["link", "set", &format!("soak-v{index}"), state])
-            .output()
-            .map_err(|e| format!("ip: {e}"))?;
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(String::from_utf8_lossy(&output.stderr).into_owned())
-        }
+        link(&format!("soak-v{index}"), up)
+    }
+
+    /// Takes leased-generator holder `index`'s link (`soak-w{index}`, to its namespace
+    /// `soak-h{index}`) down or up again.
+    pub fn set_holder_link(&self, index: usize, up: bool) -> Result<(), String> {
+        link(&format!("soak-w{index}"), up)
+    }
+}
+
+fn link(device: &str, up: bool) -> Result<(), String> {
+    let state = if up { "up" } else { "down" };
+    let output = Command::new("ip")
+        .args(["link", "set", device, state])
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
     }
 }
 

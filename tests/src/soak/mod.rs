@@ -8,6 +8,7 @@ pub mod clients;
 pub mod cluster_topology;
 pub mod deployment;
 pub mod history;
+pub mod holders;
 pub mod nemesis;
 pub mod report;
 pub mod schedule;
@@ -51,6 +52,11 @@ pub struct Options {
     /// node issue), and only identity mistakes (another node's offset): the run must find
     /// duplicates — what the guard prevents in every other run.
     pub control_identity_warn: bool,
+    /// Sentinel: the module's lease fence at a start or promotion turned off (the hidden
+    /// `idgen.debug-lease-fence-off`), and only lost grants: the run must find duplicates.
+    pub control_lease_fence: bool,
+    /// Leased-generator holder processes (`lease_holder`); 0 runs none.
+    pub holders: usize,
     /// Where the nodes run.
     pub network: Network,
     /// Where the nodes' files and, on a failure, the history go.
@@ -93,6 +99,7 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
             "nodes on 127.0.0.1 (no network namespaces: partitions skipped)"
         }
     );
+    let lease_config = holders::module_config(options.control_lease_fence);
     let (nodes, topology, keys, follow_topology): (
         Nodes,
         Box<dyn Topology>,
@@ -101,8 +108,13 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
     ) = match options.shape {
         Shape::Sentinel => {
             let offsets = [offsets[0], offsets[1], offsets[2]];
-            let (nodes, topology) =
-                sentinel_topology::start(&options.network, &options.run_dir, step, offsets)?;
+            let (nodes, topology) = sentinel_topology::start(
+                &options.network,
+                &options.run_dir,
+                step,
+                offsets,
+                &lease_config,
+            )?;
             let urls = topology.sentinels.urls();
             let follow: FollowTopology = Box::new(move || {
                 idgen_client::Topology::sentinel(
@@ -120,8 +132,13 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
             } else {
                 ""
             };
-            let (nodes, topology) =
-                cluster_topology::start(&options.network, &options.run_dir, step, &offsets, guard)?;
+            let (nodes, topology) = cluster_topology::start(
+                &options.network,
+                &options.run_dir,
+                step,
+                &offsets,
+                &format!("{guard}{lease_config}"),
+            )?;
             let urls: Vec<String> = nodes.iter().map(|n| n.lock().unwrap().url()).collect();
             let follow: FollowTopology =
                 Box::new(move || idgen_client::Topology::cluster(urls.iter().map(String::as_str)));
@@ -133,8 +150,36 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
             )
         }
     };
-    println!("soak: deployment up, clients starting");
+    let node_urls: Vec<String> = nodes.iter().map(|n| n.lock().unwrap().url()).collect();
+    let holders: holders::Holders = (0..options.holders)
+        .map(|i| {
+            Mutex::new(holders::Holder::new(
+                &options.network,
+                i,
+                &options.run_dir,
+                node_urls.clone(),
+            ))
+        })
+        .collect();
+    for holder in &holders {
+        holder.lock().unwrap().start()?;
+    }
+    println!(
+        "soak: deployment up, clients and {} leased-generator holders starting \
+         (lease-workers {}, lease-max-ms {}{})",
+        holders.len(),
+        holders::LEASE_WORKERS,
+        holders::LEASE_MAX_MS,
+        if options.control_lease_fence {
+            ", lease fence OFF"
+        } else {
+            ""
+        }
+    );
     let start = Instant::now();
+    let start_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
     let shared = clients::Shared {
         start,
         stop: Arc::new(AtomicBool::new(false)),
@@ -170,16 +215,33 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
         nodes: &nodes,
         network: &options.network,
         topology: topology.as_ref(),
+        holders: &holders,
         start,
         log: Mutex::new(Vec::new()),
         applied: Mutex::new(Vec::new()),
     };
     let kinds = if options.control_identity_warn {
         vec![FaultKind::IdentityMistake]
+    } else if options.control_lease_fence {
+        vec![FaultKind::LostGrant]
     } else {
-        schedule::kinds(options.shape == Shape::Cluster, options.network.namespaces)
+        schedule::kinds(
+            options.shape == Shape::Cluster,
+            options.network.namespaces,
+            !holders.is_empty(),
+        )
     };
     let mut plan = schedule::plan(options.seed, 100_000, &kinds);
+    if options.control_lease_fence {
+        // Lost grants only, each with a few seconds for both holders to issue.
+        for fault in plan.iter_mut().flat_map(|step| step.faults.iter_mut()) {
+            fault.kind = FaultKind::LostGrant;
+            fault.hold_ms = fault.hold_ms.max(3_000);
+        }
+        for step in &mut plan {
+            step.faults.truncate(1);
+        }
+    }
     if options.control_identity_warn {
         // Shared offsets only: the mistake that repeats IDs most surely once unguarded.
         for fault in plan.iter_mut().flat_map(|step| step.faults.iter_mut()) {
@@ -203,7 +265,12 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
     });
     // The last step has healed: a few seconds of traffic on the whole deployment.
     std::thread::sleep(Duration::from_secs(2));
+    // Every holder issues again after the last fault (a fence lasts 4.5 s at most).
+    let stalled = holders::stalled(&holders, Duration::from_secs(20));
     shared.stop.store(true, Ordering::Relaxed);
+    for holder in &holders {
+        holder.lock().unwrap().stop();
+    }
     let duration_ms = start.elapsed().as_millis() as u64;
     let mut history = History::default();
     for task in tasks {
@@ -221,15 +288,33 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
             })
             .collect::<BTreeMap<_, _>>(),
     };
-    let verdict = checker::check(&history, &checked, duration_ms);
+    let mut verdict = checker::check(&history, &checked, duration_ms);
+    let generations: Vec<holders::Generation> = holders
+        .iter()
+        .flat_map(|h| h.lock().unwrap().collect())
+        .collect();
+    let holder_ids: Vec<&[u64]> = generations.iter().map(|g| g.ids.as_slice()).collect();
+    checker::check_leased(
+        &history,
+        &holder_ids,
+        &checked,
+        (1 << 10) - holders::LEASE_WORKERS,
+        &mut verdict,
+    );
     let log = nemesis.log.into_inner().unwrap();
     let applied = nemesis.applied.into_inner().unwrap();
+    drop(holders);
     drop(topology);
     drop(nodes);
     Ok(report::report(
         options,
         &history,
         &verdict,
+        &report::Leased {
+            generations: &generations,
+            start_unix_ms,
+            stalled: &stalled,
+        },
         &log,
         &applied,
         duration_ms,

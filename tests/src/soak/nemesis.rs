@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::deployment::{Network, Nodes};
+use super::holders::Holders;
 use super::schedule::{Fault, FaultKind, Step};
 
 /// What the nemesis needs to know about the topology: who is a master, how to fail over,
@@ -34,6 +35,8 @@ pub struct Nemesis<'a> {
     pub network: &'a Network,
     /// The topology's own operations.
     pub topology: &'a dyn Topology,
+    /// The leased-generator holders (none when the soak runs without).
+    pub holders: &'a Holders,
     /// When the soak started.
     pub start: Instant,
     /// Everything done, in order.
@@ -295,7 +298,136 @@ impl Nemesis<'_> {
                 let result = self.topology.move_slot(self.nodes, fault.pick);
                 self.note(format!("{name}: {result}"));
             }
+            FaultKind::HolderStop
+            | FaultKind::HolderClockStep
+            | FaultKind::HolderPartition
+            | FaultKind::HolderRestart => self.apply_to_holder(fault),
+            FaultKind::LostGrant => self.lose_a_grant(fault),
         }
+    }
+
+    fn apply_to_holder(&self, fault: &Fault) {
+        let name = fault.kind.name();
+        if self.holders.is_empty() {
+            return self.note(format!("{name}: skipped, no holders"));
+        }
+        let h = (fault.pick % self.holders.len() as u64) as usize;
+        let holder = &self.holders[h];
+        let label = holder.lock().unwrap().label.clone();
+        let worker = holder.lock().unwrap().worker();
+        let hold = Duration::from_millis(fault.hold_ms);
+        match fault.kind {
+            FaultKind::HolderStop => {
+                holder.lock().unwrap().signal(libc::SIGSTOP);
+                self.note(format!(
+                    "{name} {label} (worker {worker:?}; SIGSTOP for {} ms)",
+                    fault.hold_ms
+                ));
+                std::thread::sleep(hold);
+                holder.lock().unwrap().signal(libc::SIGCONT);
+                self.note(format!("{name} {label}: SIGCONT"));
+            }
+            FaultKind::HolderClockStep => {
+                let result = holder.lock().unwrap().step_clock(fault.amount);
+                self.note(format!(
+                    "{name} {label} (worker {worker:?}) by {:+} ms, offset now {result:?}",
+                    fault.amount
+                ));
+                std::thread::sleep(hold);
+            }
+            FaultKind::HolderPartition => {
+                if !self.network.namespaces {
+                    return self.note(format!("{name}: skipped, no network namespaces"));
+                }
+                let result = self.network.set_holder_link(h, false);
+                self.note(format!(
+                    "{name} {label} (worker {worker:?}) cut off for {} ms {result:?}",
+                    fault.hold_ms
+                ));
+                std::thread::sleep(hold);
+                let result = self.network.set_holder_link(h, true);
+                self.note(format!("{name} {label}: link up again {result:?}"));
+            }
+            _ => {
+                holder.lock().unwrap().kill();
+                self.note(format!("{name} {label} (worker {worker:?}; SIGKILL)"));
+                std::thread::sleep(hold);
+                let result = holder.lock().unwrap().start();
+                self.note(format!("{name} {label}: started again {result:?}"));
+            }
+        }
+    }
+
+    /// A grant the master lost: see [`FaultKind::LostGrant`].
+    fn lose_a_grant(&self, fault: &Fault) {
+        let name = fault.kind.name();
+        if self.holders.len() < 2 {
+            return self.note(format!("{name}: skipped, fewer than two holders"));
+        }
+        let Some(m) = self.topology.master(self.nodes, fault.pick) else {
+            return self.note(format!("{name}: no master found, skipped"));
+        };
+        let master = self.label(m);
+        let Some((file, size)) = self.nodes[m].lock().unwrap().aof_tail() else {
+            return self.note(format!("{name}: {master} has no AOF, skipped"));
+        };
+        let a = (fault.pick % self.holders.len() as u64) as usize;
+        let b = (a + 1) % self.holders.len();
+        let (label_a, label_b) = (
+            self.holders[a].lock().unwrap().label.clone(),
+            self.holders[b].lock().unwrap().label.clone(),
+        );
+        // The grant to lose: a restarted holder's first lease.
+        let started = {
+            let mut holder = self.holders[a].lock().unwrap();
+            holder.kill();
+            holder.start()
+        };
+        let worker_a = self.holders[a]
+            .lock()
+            .unwrap()
+            .wait_for_lease(None, Duration::from_secs(10));
+        self.note(format!(
+            "{name}: {label_a} restarted {started:?}, leased worker {worker_a:?} from {master}"
+        ));
+        // The master dies and comes back at once (before Sentinel acts) without the grant.
+        let cut = {
+            let mut node = self.nodes[m].lock().unwrap();
+            node.kill();
+            let now = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+            let same_file = node.aof_tail().is_some_and(|(newest, _)| newest == file);
+            let cut = if same_file && now > size {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&file)
+                    .and_then(|f| f.set_len(size))
+                    .map(|()| now - size)
+                    .map_err(|e| e.to_string())
+            } else {
+                Err("nothing written since, or rewritten".to_string())
+            };
+            let restarted = node.start();
+            (cut, restarted)
+        };
+        self.note(format!(
+            "{name}: {master} SIGKILL, AOF cut back by {:?} bytes, restarted {:?}",
+            cut.0, cut.1
+        ));
+        // Another holder asks for a lease now, while the first still issues under its own.
+        let started = {
+            let mut holder = self.holders[b].lock().unwrap();
+            holder.kill();
+            holder.start()
+        };
+        let worker_b = self.holders[b]
+            .lock()
+            .unwrap()
+            .wait_for_lease(None, Duration::from_secs(10));
+        self.note(format!(
+            "{name}: {label_b} restarted {started:?}, leased worker {worker_b:?} \
+             ({label_a} holds {worker_a:?})"
+        ));
+        std::thread::sleep(Duration::from_millis(fault.hold_ms));
     }
 
     fn label(&self, index: usize) -> String {
@@ -346,6 +478,19 @@ impl Nemesis<'_> {
                 let _ = self.network.set_link(index, true);
             }
             let _ = self.set_clock(index, 0);
+        }
+        for (index, holder) in self.holders.iter().enumerate() {
+            let mut holder = holder.lock().unwrap();
+            holder.signal(libc::SIGCONT);
+            if self.network.namespaces {
+                let _ = self.network.set_holder_link(index, true);
+            }
+            if !holder.running() {
+                let result = holder.start();
+                let label = holder.label.clone();
+                drop(holder);
+                self.note(format!("heal: {label} started {result:?}"));
+            }
         }
         let started = Instant::now();
         while !self.topology.healed(self.nodes) {

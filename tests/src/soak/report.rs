@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::checker::Verdict;
+use super::checker::{Source, Verdict};
 use super::history::History;
+use super::holders::Generation;
 use super::nemesis::LogLine;
 use super::schedule::FaultKind;
 use super::{Options, Outcome};
@@ -16,11 +17,84 @@ const FAULTS_BEFORE_MS: u64 = 30_000;
 /// Duplicates printed in full (all are in the kept files).
 const PRINTED: usize = 20;
 
+/// What the leased-generator holders wrote.
+pub struct Leased<'a> {
+    /// Every holder process, in the order [`super::checker::check_leased`] numbered them.
+    pub generations: &'a [Generation],
+    /// The unix ms at which the soak's clock (`LogLine` times) started.
+    pub start_unix_ms: u64,
+    /// Holders that issued nothing in the 20 s after the last fault healed.
+    pub stalled: &'a [String],
+}
+
+impl Leased<'_> {
+    /// A holder ID's time as soak seconds (default layout: 41 ms bits from the default
+    /// epoch).
+    fn soak_seconds(&self, id: u64) -> f64 {
+        let unix_ms = idgen_core::DEFAULT_EPOCH_UNIX_MS + (id >> 22);
+        (unix_ms as f64 - self.start_unix_ms as f64) / 1000.0
+    }
+
+    /// Prints every holder's figures; returns the IDs issued and the longest time a running
+    /// holder went without an ID (ms).
+    fn print_holders(&self) -> (u64, u64) {
+        let mut by_holder: BTreeMap<&str, Vec<&Generation>> = BTreeMap::new();
+        for generation in self.generations {
+            let holder = generation.label.split('/').next().unwrap_or("");
+            by_holder.entry(holder).or_default().push(generation);
+        }
+        let mut total = 0;
+        let mut longest_overall = 0;
+        for (holder, generations) in by_holder {
+            let ids: usize = generations.iter().map(|g| g.ids.len()).sum();
+            let leases: usize = generations.iter().map(|g| g.leases()).sum();
+            let longest = generations
+                .iter()
+                .filter_map(|g| g.longest_gap().map(|gap| (gap, g.label.as_str())))
+                .max();
+            total += ids as u64;
+            let longest_text = match longest {
+                Some(((gap, ended), label)) => {
+                    longest_overall = longest_overall.max(gap);
+                    format!(
+                        "longest without an ID {:.1} s ({label}, ended at {:.1} s)",
+                        gap as f64 / 1000.0,
+                        (ended as f64 - self.start_unix_ms as f64) / 1000.0
+                    )
+                }
+                None => "never issued".into(),
+            };
+            println!(
+                "soak: holder {holder}: {} process(es), {ids} IDs, {leases} leases and \
+                 renewals taken up, {longest_text}",
+                generations.len()
+            );
+        }
+        (total, longest_overall)
+    }
+
+    fn describe(&self, history: &History, source: Source) -> String {
+        match source {
+            Source::Holder(index) => format!("holder {}", self.generations[index as usize].label),
+            Source::Call(call) => {
+                let call = &history.calls[call as usize];
+                format!(
+                    "client {} from {} at {:.3} s",
+                    history.clients[call.client as usize],
+                    call.node,
+                    call.at_ms as f64 / 1000.0
+                )
+            }
+        }
+    }
+}
+
 /// Prints the report, keeps the data if anything repeated, and returns the outcome.
 pub fn report(
     options: &Options,
     history: &History,
     verdict: &Verdict,
+    leased: &Leased,
     log: &[LogLine],
     applied: &[FaultKind],
     duration_ms: u64,
@@ -68,6 +142,44 @@ pub fn report(
             verdict.duplicates.len() - PRINTED
         );
     }
+    for duplicate in verdict.leased_duplicates.iter().take(PRINTED) {
+        let at = leased.soak_seconds(duplicate.id);
+        let faults: Vec<String> = log
+            .iter()
+            .filter(|(when, _)| {
+                let when = *when as f64 / 1000.0;
+                when <= at && at - when <= FAULTS_BEFORE_MS as f64 / 1000.0
+            })
+            .map(|(when, text)| format!("{:.1} s {text}", *when as f64 / 1000.0))
+            .collect();
+        println!(
+            "DUPLICATE leased ID {} (worker {}, time {at:.3} s): {} and {}; faults in the 30 s \
+             before: {faults:?}",
+            duplicate.id,
+            (duplicate.id >> 12) & 1023,
+            leased.describe(history, duplicate.sources.0),
+            leased.describe(history, duplicate.sources.1),
+        );
+    }
+    if verdict.leased_duplicates.len() > PRINTED {
+        println!(
+            "soak: {} more leased duplicates",
+            verdict.leased_duplicates.len() - PRINTED
+        );
+    }
+    if verdict.leased_outside_band > 0 {
+        println!(
+            "WRONG WORKER: {} holder IDs carry a worker id outside the leased band",
+            verdict.leased_outside_band
+        );
+    }
+    let (leased_ids, longest_holder_gap) = leased.print_holders();
+    if !leased.stalled.is_empty() {
+        println!(
+            "STALLED holders {:?}: no ID in the 20 s after the last fault healed",
+            leased.stalled
+        );
+    }
     for wrong in &verdict.wrong_class {
         let call = &history.calls[wrong.call as usize];
         println!(
@@ -85,12 +197,24 @@ pub fn report(
     let duplicates = verdict.duplicate_values;
     let summary = format!(
         "soak: {faults} faults, {snowflakes} snowflakes + {segment_values} segment values, \
-         {duplicates} duplicates, longest outage {:.1} s",
-        verdict.longest_outage_ms as f64 / 1000.0
+         {duplicates} duplicates, longest outage {:.1} s{}",
+        verdict.longest_outage_ms as f64 / 1000.0,
+        if leased.generations.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {leased_ids} leased IDs from {} holder processes, longest holder without \
+                 an ID {:.1} s",
+                leased.generations.len(),
+                longest_holder_gap as f64 / 1000.0
+            )
+        }
     );
     let seconds = duration_ms / 1000;
     let enough_faults = faults >= (seconds / 20).max(3);
-    let enough_traffic = snowflakes >= 50 * seconds && segment_values >= 10_000 * seconds;
+    let enough_traffic = snowflakes >= 50 * seconds
+        && segment_values >= 10_000 * seconds
+        && (leased.generations.is_empty() || leased_ids >= 100 * seconds);
     let clean = duplicates == 0 && verdict.wrong_class_count == 0;
     if !enough_faults || !enough_traffic {
         println!(
@@ -101,7 +225,13 @@ pub fn report(
             10_000 * seconds
         );
     }
-    let passed = if options.control_shared_offset {
+    let passed = if options.control_lease_fence {
+        println!(
+            "soak: control run (lost lease grants with the lease fence off): it passes when \
+             it finds duplicates"
+        );
+        duplicates > 0
+    } else if options.control_shared_offset {
         println!("soak: control run (every node on offset 0): it passes when it finds duplicates");
         duplicates > 0
     } else if options.control_identity_warn {
@@ -111,14 +241,14 @@ pub fn report(
         );
         duplicates > 0
     } else {
-        clean && enough_faults && enough_traffic
+        clean && enough_faults && enough_traffic && leased.stalled.is_empty()
     };
     if duplicates > 0 || verdict.wrong_class_count > 0 {
         match keep(options, history, verdict, log) {
             Ok(()) => println!("soak: history kept in {}", options.run_dir.display()),
             Err(e) => println!("soak: could not keep the history: {e}"),
         }
-    } else {
+    } else if std::env::var_os("SOAK_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&options.run_dir);
     }
     Outcome { summary, passed }

@@ -64,9 +64,40 @@ pub enum FaultKind {
     /// Sentinel's back, so two masters answer until the operator points it back at the
     /// master.
     PromoteByHand,
+    /// SIGSTOP of a leased-generator holder for longer than its window, then SIGCONT: it
+    /// must issue nothing under the old window when it wakes.
+    HolderStop,
+    /// A holder's clock (the monotonic clock its generator reads) jumps ahead by 1 s…1 min
+    /// (as a paused VM's does), or half the time back by 1–5 s (which a monotonic clock
+    /// never does; the generator must still stay inside its window). Not undone: undoing a
+    /// jump ahead would be a jump back of up to a minute, which stalls the holder that long
+    /// (`leased_generator.rs` checks a minute back with real processes).
+    HolderClockStep,
+    /// A holder's link taken down for longer than its window, then up.
+    HolderPartition,
+    /// SIGKILL of a holder, started again 0.2–2 s later (a new process, a new lease).
+    HolderRestart,
+    /// Sentinel with holders: a lease grant lost — a holder restarted (it acquires a worker
+    /// id), the master killed with its AOF cut back to before that grant and restarted at
+    /// once, then another holder restarted (it would get the same worker id, while the first
+    /// still issues under it, if the restart fence did not hold grants back).
+    LostGrant,
 }
 
 impl FaultKind {
+    /// Whether the fault is aimed at leased-generator holders (drawn on its own, next to
+    /// the step's other faults).
+    pub fn on_holders(self) -> bool {
+        matches!(
+            self,
+            FaultKind::HolderStop
+                | FaultKind::HolderClockStep
+                | FaultKind::HolderPartition
+                | FaultKind::HolderRestart
+                | FaultKind::LostGrant
+        )
+    }
+
     /// The kind's name in the output and the docs.
     pub fn name(self) -> &'static str {
         match self {
@@ -81,12 +112,17 @@ impl FaultKind {
             FaultKind::MoveSlot => "move-slot",
             FaultKind::IdentityMistake => "identity-mistake",
             FaultKind::PromoteByHand => "promote-by-hand",
+            FaultKind::HolderStop => "holder-stop",
+            FaultKind::HolderClockStep => "holder-clock-step",
+            FaultKind::HolderPartition => "holder-partition",
+            FaultKind::HolderRestart => "holder-restart",
+            FaultKind::LostGrant => "lost-grant",
         }
     }
 }
 
-/// The kinds of fault a topology gets.
-pub fn kinds(cluster: bool, partitions: bool) -> Vec<FaultKind> {
+/// The kinds of fault a topology gets (`holders`: leased-generator holders run too).
+pub fn kinds(cluster: bool, partitions: bool, holders: bool) -> Vec<FaultKind> {
     use FaultKind::*;
     let mut kinds = vec![
         KillMaster,
@@ -106,6 +142,15 @@ pub fn kinds(cluster: bool, partitions: bool) -> Vec<FaultKind> {
     } else {
         // REPLICAOF is refused in cluster mode.
         kinds.push(PromoteByHand);
+    }
+    if holders {
+        kinds.extend([HolderStop, HolderClockStep, HolderRestart]);
+        if partitions {
+            kinds.push(HolderPartition);
+        }
+        if !cluster {
+            kinds.push(LostGrant);
+        }
     }
     kinds
 }
@@ -134,15 +179,33 @@ pub struct Fault {
     pub amount: i64,
 }
 
-/// The plan for `seed`: `count` steps, about one in five two faults at once. The first step
-/// is always a paused master (if the kinds include it): every run, however short, has at
-/// least one split brain, where two nodes both believe they are the master.
+/// The plan for `seed`: `count` steps, about one in five two faults at once, and, when the
+/// kinds include faults on holders, half the steps one of those besides. The first step is
+/// always a paused master (if the kinds include it): every run, however short, has at least
+/// one split brain, where two nodes both believe they are the master.
 pub fn plan(seed: u64, count: usize, kinds: &[FaultKind]) -> Vec<Step> {
     let mut rng = Rng::new(seed);
+    let (on_holders, others): (Vec<FaultKind>, Vec<FaultKind>) =
+        kinds.iter().partition(|kind| kind.on_holders());
+    let (main, besides) = if others.is_empty() {
+        (on_holders, Vec::new())
+    } else {
+        (others, on_holders)
+    };
     (0..count)
         .map(|index| {
             let together = if rng.between(0, 4) == 0 { 2 } else { 1 };
-            let mut faults: Vec<Fault> = (0..together).map(|_| fault(&mut rng, kinds)).collect();
+            let mut faults: Vec<Fault> = (0..together).map(|_| fault(&mut rng, &main)).collect();
+            if !besides.is_empty() && rng.coin() {
+                let on_holders = fault(&mut rng, &besides);
+                if on_holders.kind == FaultKind::LostGrant {
+                    // Alone: it kills and restarts the master at once, and a second kill with
+                    // its AOF cut within the same second (a crash loop inside the fsync
+                    // window) would lose the restart's own fence writes.
+                    faults.clear();
+                }
+                faults.push(on_holders);
+            }
             if index == 0 && kinds.contains(&FaultKind::PauseMaster) {
                 faults[0].kind = FaultKind::PauseMaster;
                 faults[0].hold_ms = 2_000 + faults[0].hold_ms % 4_000;
@@ -164,7 +227,12 @@ fn fault(rng: &mut Rng, kinds: &[FaultKind]) -> Fault {
         | FaultKind::Partition
         | FaultKind::IdentityMistake
         | FaultKind::PromoteByHand => rng.between(2_000, 6_000),
-        FaultKind::ClockStep => rng.between(2_000, 8_000),
+        // Past the soak's 2.5 s lease windows.
+        FaultKind::HolderStop | FaultKind::HolderPartition => rng.between(3_000, 7_000),
+        FaultKind::ClockStep | FaultKind::HolderClockStep | FaultKind::LostGrant => {
+            rng.between(2_000, 8_000)
+        }
+        FaultKind::HolderRestart => rng.between(200, 2_000),
         _ => rng.between(500, 2_000),
     };
     let amount = match kind {
@@ -176,6 +244,15 @@ fn fault(rng: &mut Rng, kinds: &[FaultKind]) -> Fault {
                 magnitude
             } else {
                 -magnitude
+            }
+        }
+        FaultKind::HolderClockStep => {
+            // Ahead: log-uniform between 1 s and 1 min; back: uniform between 1 and 5 s.
+            let draw = rng.between(0, 1000);
+            if rng.coin() {
+                (1_000.0 * 60f64.powf(draw as f64 / 1000.0)) as i64
+            } else {
+                -(1_000 + 4 * draw as i64)
             }
         }
         FaultKind::KillMaster | FaultKind::IdentityMistake => i64::from(rng.coin()),
@@ -195,7 +272,7 @@ mod tests {
 
     #[test]
     fn the_same_seed_gives_the_same_plan() {
-        let kinds = kinds(false, true);
+        let kinds = kinds(false, true, true);
         let render = |steps: Vec<Step>| format!("{steps:?}");
         assert_eq!(render(plan(7, 50, &kinds)), render(plan(7, 50, &kinds)));
         assert_ne!(render(plan(7, 50, &kinds)), render(plan(8, 50, &kinds)));
@@ -218,7 +295,7 @@ mod tests {
     #[test]
     fn every_plan_opens_with_a_split_brain() {
         for seed in 0..50 {
-            let first = &plan(seed, 3, &kinds(false, false))[0].faults[0];
+            let first = &plan(seed, 3, &kinds(false, false, true))[0].faults[0];
             assert_eq!(first.kind, FaultKind::PauseMaster);
             assert!((2_000..6_000).contains(&first.hold_ms));
         }
@@ -226,12 +303,45 @@ mod tests {
 
     #[test]
     fn every_kind_is_drawn() {
-        let kinds = kinds(true, true);
-        let steps = plan(11, 200, &kinds);
-        for kind in &kinds {
-            assert!(steps
-                .iter()
-                .any(|s| s.faults.iter().any(|f| f.kind == *kind)));
+        for kinds in [kinds(true, true, true), kinds(false, true, true)] {
+            let steps = plan(11, 300, &kinds);
+            for kind in &kinds {
+                assert!(steps
+                    .iter()
+                    .any(|s| s.faults.iter().any(|f| f.kind == *kind)));
+            }
+        }
+    }
+
+    #[test]
+    fn a_lost_grant_is_never_applied_with_another_fault() {
+        let steps = plan(9, 2000, &kinds(false, true, true));
+        let lost: Vec<&Step> = steps
+            .iter()
+            .filter(|s| s.faults.iter().any(|f| f.kind == FaultKind::LostGrant))
+            .collect();
+        assert!(!lost.is_empty());
+        assert!(lost.iter().all(|s| s.faults.len() == 1));
+    }
+
+    #[test]
+    fn holder_faults_come_only_with_holders_and_outlast_a_window() {
+        assert!(!kinds(false, true, false).contains(&FaultKind::HolderStop));
+        assert!(!kinds(true, true, true).contains(&FaultKind::LostGrant));
+        assert!(!kinds(false, false, true).contains(&FaultKind::HolderPartition));
+        let steps = plan(
+            5,
+            2000,
+            &[FaultKind::HolderStop, FaultKind::HolderClockStep],
+        );
+        for fault in steps.iter().flat_map(|s| &s.faults) {
+            match fault.kind {
+                FaultKind::HolderStop => assert!(fault.hold_ms > 2_500),
+                _ => assert!(
+                    (1_000..=60_000).contains(&fault.amount)
+                        || (-5_000..=-1_000).contains(&fault.amount)
+                ),
+            }
         }
     }
 }

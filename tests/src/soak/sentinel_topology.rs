@@ -51,19 +51,24 @@ impl Topology for SentinelTopology {
     }
 }
 
-/// Starts three nodes (`n0` master, `n1` and `n2` its replicas) with `step` and these
-/// offsets, and three sentinels; returns when the sentinels know both replicas.
+/// Starts three nodes (`n0` master, `n1` and `n2` its replicas) with `step`, these offsets
+/// and `extra_config` lines, and three sentinels; returns when the sentinels know both replicas.
 pub fn start(
     network: &Network,
     run_dir: &std::path::Path,
     step: u64,
     offsets: [u64; 3],
+    extra_config: &str,
 ) -> Result<(Nodes, SentinelTopology), String> {
     let master_line = format!("replicaof {} {}\n", network.node_host(0), network.base_port);
     let mut nodes = Vec::new();
     for (index, offset) in offsets.into_iter().enumerate() {
-        let extra = if index == 0 { "" } else { master_line.as_str() };
-        let mut node = Node::new(network, index, run_dir, step, offset, extra);
+        let extra = if index == 0 {
+            extra_config.to_string()
+        } else {
+            format!("{extra_config}{master_line}")
+        };
+        let mut node = Node::new(network, index, run_dir, step, offset, &extra);
         node.start()?;
         nodes.push(node);
     }
