@@ -57,59 +57,39 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 
-mod address;
-mod backend;
-mod client;
-mod cluster;
-mod cluster_nodes;
+// The crate in layers, bottom to top (docs/architecture.md; `tests/tests/import_graph.rs`
+// checks that no file imports a layer above its own): the files beside lib.rs (errors, IDs,
+// the command table, metrics, the lock helper) that every layer uses; identity; transport;
+// the buffers, which know nothing of transport; and the API, which joins them.
+mod api;
+mod buffers;
 pub mod commands;
-mod connect;
-mod connection;
-mod cooperate;
-mod demand;
-mod deployment;
 mod error;
-mod fetch_flight;
-mod fetch_plan;
 mod id;
 mod identity;
-mod identity_guard;
-mod issuer;
-mod leased;
-mod local_segment;
 mod lock;
 mod metrics;
-mod node;
-mod node_set;
-mod range_slots;
-mod retry;
-mod segment;
-mod sentinel;
-mod settings;
-mod snowflake_cache;
-mod source;
-mod tls;
-mod topology;
-mod wait_stats;
+mod transport;
 
-pub use client::Client;
-pub use cluster_nodes::{cluster_members, ClusterMember};
-pub use commands::IdgenAsyncCommands;
-pub use deployment::{check as check_deployment, Deployment, NodeIdentity};
-pub use error::{Error, Result};
-pub use id::Id;
-pub use idgen_core::{DecodedId, IdFormat, IdTextError, Layout, SegmentRange};
-pub use leased::{
+pub use api::client::Client;
+pub use api::leased::{
     Grant as LeaseGrant, LeaseError, LeasedGenerator, LeasedOptions, MonotonicClock,
     SystemMonotonic,
 };
-pub use local_segment::LocalSegmentBuffer;
+pub use buffers::local_segment::LocalSegmentBuffer;
+pub use buffers::options::{SegmentOptions, SnowflakeCacheOptions};
+pub use buffers::segment::{NextValue, SegmentBuffer};
+pub use buffers::snowflake_cache::SnowflakeCache;
+pub use buffers::wait_stats::WaitStats;
+pub use commands::IdgenAsyncCommands;
+pub use error::{Error, Result};
+pub use id::Id;
+pub use identity::deployment::{check as check_deployment, Deployment, NodeIdentity};
+pub use idgen_core::{DecodedId, IdFormat, IdTextError, Layout, SegmentRange};
 pub use metrics::MetricsSnapshot;
-pub use segment::{NextValue, SegmentBuffer};
-pub use settings::{SegmentOptions, Settings, SnowflakeCacheOptions};
-pub use snowflake_cache::SnowflakeCache;
-pub use topology::{SentinelTopology, Topology};
-pub use wait_stats::WaitStats;
+pub use transport::cluster_nodes::{cluster_members, ClusterMember};
+pub use transport::settings::Settings;
+pub use transport::topology::{SentinelTopology, Topology};
 
 /// The redis-rs crate this client is built on (1.x), so that applications can name its
 /// types ([`redis::ConnectionInfo`], the error inside [`Error::Transport`]) without a
