@@ -61,6 +61,22 @@
 // checks that no file imports a layer above its own): the files beside lib.rs (errors, IDs,
 // the command table, metrics, the lock helper) that every layer uses; identity; transport;
 // the buffers, which know nothing of transport; and the API, which joins them.
+/// Builder methods that each set one public field of a settings type, with their docs:
+/// `setters!(Type { /// doc … field: FieldType, … });`.
+macro_rules! setters {
+    ($type:ty { $($(#[doc = $doc:literal])* $field:ident: $field_type:ty,)* }) => {
+        impl $type {
+            $(
+                $(#[doc = $doc])*
+                pub fn $field(mut self, $field: $field_type) -> Self {
+                    self.$field = $field;
+                    self
+                }
+            )*
+        }
+    };
+}
+
 mod api;
 mod buffers;
 pub mod commands;

@@ -9,7 +9,7 @@ use std::time::Duration;
 pub(crate) const MIN_RATE_SPAN: Duration = Duration::from_micros(10);
 
 /// Rates and round trips as the buffers measure them.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) struct Measured {
     /// Values (or IDs) used per second; 0 before anything was measured.
     pub rate: f64,
@@ -20,17 +20,6 @@ pub(crate) struct Measured {
     pub round_trip_spread: Duration,
     /// The most values (IDs) callers lately took at once; 0 when not measured.
     pub burst: u64,
-}
-
-impl Default for Measured {
-    fn default() -> Self {
-        Measured {
-            rate: 0.0,
-            round_trip: Duration::ZERO,
-            round_trip_spread: Duration::ZERO,
-            burst: 0,
-        }
-    }
 }
 
 impl Measured {

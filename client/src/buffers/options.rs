@@ -66,56 +66,26 @@ impl Default for SnowflakeCacheOptions {
     }
 }
 
-impl SegmentOptions {
+setters!(SegmentOptions {
     /// Sets `initial_size`: values in the first range.
-    pub fn initial_size(mut self, initial_size: u64) -> Self {
-        self.initial_size = initial_size;
-        self
-    }
-
+    initial_size: u64,
     /// Sets `min_size`: the smallest range.
-    pub fn min_size(mut self, min_size: u64) -> Self {
-        self.min_size = min_size;
-        self
-    }
-
+    min_size: u64,
     /// Sets `max_size`: the largest range.
-    pub fn max_size(mut self, max_size: u64) -> Self {
-        self.max_size = max_size;
-        self
-    }
-
+    max_size: u64,
     /// Sets `prefetch_after`: the fraction used at which the next range is fetched at the
     /// latest.
-    pub fn prefetch_after(mut self, prefetch_after: f64) -> Self {
-        self.prefetch_after = prefetch_after;
-        self
-    }
-
+    prefetch_after: f64,
     /// Sets `target_duration`: how long a range should last at the measured rate.
-    pub fn target_duration(mut self, target_duration: Duration) -> Self {
-        self.target_duration = target_duration;
-        self
-    }
-}
+    target_duration: Duration,
+});
 
-impl SnowflakeCacheOptions {
+setters!(SnowflakeCacheOptions {
     /// Sets `batch`: the most IDs per fetch.
-    pub fn batch(mut self, batch: u32) -> Self {
-        self.batch = batch;
-        self
-    }
-
+    batch: u32,
     /// Sets `max_age`: the oldest an ID may be when handed out.
-    pub fn max_age(mut self, max_age: Duration) -> Self {
-        self.max_age = max_age;
-        self
-    }
-
+    max_age: Duration,
     /// Sets `refill_below`, which is no longer used (refills follow the measured rate and
     /// round trip).
-    pub fn refill_below(mut self, refill_below: f64) -> Self {
-        self.refill_below = refill_below;
-        self
-    }
-}
+    refill_below: f64,
+});

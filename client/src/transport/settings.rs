@@ -45,43 +45,22 @@ impl Default for Settings {
     }
 }
 
-impl Settings {
+setters!(Settings {
     /// Sets `pool_size`: connections per node.
-    pub fn pool_size(mut self, pool_size: u32) -> Self {
-        self.pool_size = pool_size;
-        self
-    }
-
+    pool_size: u32,
     /// Sets `connect_timeout`: TCP connect timeout.
-    pub fn connect_timeout(mut self, connect_timeout: Duration) -> Self {
-        self.connect_timeout = connect_timeout;
-        self
-    }
-
+    connect_timeout: Duration,
     /// Sets `response_timeout`: reply timeout.
-    pub fn response_timeout(mut self, response_timeout: Duration) -> Self {
-        self.response_timeout = response_timeout;
-        self
-    }
-
+    response_timeout: Duration,
     /// Sets `node_retry_after`: how long a failed node is skipped.
-    pub fn node_retry_after(mut self, node_retry_after: Duration) -> Self {
-        self.node_retry_after = node_retry_after;
-        self
-    }
-
+    node_retry_after: Duration,
     /// Sets `failover_retry_for`: how long a call retries through a failover.
-    pub fn failover_retry_for(mut self, failover_retry_for: Duration) -> Self {
-        self.failover_retry_for = failover_retry_for;
-        self
-    }
-
+    failover_retry_for: Duration,
     /// Sets `cluster_check_every`: how often cluster members' identities are checked again.
-    pub fn cluster_check_every(mut self, cluster_check_every: Duration) -> Self {
-        self.cluster_check_every = cluster_check_every;
-        self
-    }
+    cluster_check_every: Duration,
+});
 
+impl Settings {
     /// The old name of [`Settings::failover_retry_for`], from when only cluster mode retried.
     #[deprecated(note = "renamed to failover_retry_for: Sentinel mode uses it too")]
     pub fn cluster_retry_for(self, retry_for: Duration) -> Self {
