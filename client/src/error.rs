@@ -94,9 +94,7 @@ impl Error {
             _ => false,
         }
     }
-}
 
-impl Error {
     /// When the same request fits, if this is a DRIFT refusal that says so (at least a
     /// millisecond: the server rounds down).
     pub(crate) fn fits_in(&self) -> Option<std::time::Duration> {

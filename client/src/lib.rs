@@ -47,22 +47,17 @@
 //! at connect, does not fit the deployment) is not used, and an error is logged.
 //!
 //! Local buffers: a [`SegmentBuffer`] hands out values with one atomic add and a
-//! [`SnowflakeCache`] IDs under one lock, each fetching ahead in the background from the
-//! measured rate and round trip, and taking part in tokio's cooperative budget (as a
-//! channel's ready message does) so that a caller that never yields still lets the fetch
-//! and the other tasks on its worker run — other callers of the same buffer included. What a caller can rely on — uniqueness,
-//! order (a cache's IDs strictly increase across all its callers), staleness (a cached ID is
-//! at most `max_age` old, usually about two round trips), and how long a call may wait — is
-//! stated on each type; [`SegmentBuffer::wait_stats`] counts the calls that waited.
+//! [`SnowflakeCache`] IDs under one lock, each fetching ahead in the background and taking
+//! part in tokio's cooperative budget, so that a caller that never yields still lets the
+//! fetch and its siblings run. What a caller can rely on — uniqueness, order, staleness,
+//! and how long a call may wait — is stated on each type; [`SegmentBuffer::wait_stats`]
+//! counts the calls that waited.
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 
-// The crate in layers, bottom to top (docs/architecture.md; `tests/tests/import_graph.rs`
-// checks that no file imports a layer above its own): the files beside lib.rs (errors, IDs,
-// the command table, metrics, the lock helper) that every layer uses; identity; transport;
-// the buffers, which know nothing of transport; and the API, which joins them.
-/// Builder methods that each set one public field of a settings type, with their docs:
-/// `setters!(Type { /// doc … field: FieldType, … });`.
+// In layers (docs/architecture.md, checked by tests/tests/import_graph.rs): the files beside
+// lib.rs, identity, transport, buffers (beside transport, not above it), api.
+/// Builder methods that each set one public field: `setters!(Type { /// doc field: T, });`.
 macro_rules! setters {
     ($type:ty { $($(#[doc = $doc:literal])* $field:ident: $field_type:ty,)* }) => {
         impl $type {

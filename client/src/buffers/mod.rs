@@ -1,7 +1,5 @@
-//! The local buffers: segment buffers, snowflake caches, and what they share — the source
-//! they take from (`source.rs`), the measurements and plans that time and size their
-//! fetches, the one fetch in flight, demand, waits and tokio's cooperative budget. They
-//! know nothing of connections: the API gives them a source.
+//! The local buffers and what times and sizes their fetches. They know no connection: the
+//! API hands them a source (`source.rs`).
 
 pub(crate) mod cooperate;
 pub(crate) mod demand;

@@ -4,15 +4,10 @@
 //! - Fast path, lock-free: taking a value is one atomic `fetch_add` on a cursor plus a few
 //!   plain loads (see `range_slots.rs`); no value goes to two callers (a caller that loses
 //!   a race with a range switch skips a value rather than share one).
-//! - Cooperative: one value in [`VALUES_PER_UNIT`](crate::buffers::cooperate::VALUES_PER_UNIT) takes
-//!   a unit of tokio's task budget, as a channel's ready message does, so that a caller that
-//!   never yields still gives its worker back now and then: to the other callers queued
-//!   on it, and to the background fetch (`cooperate.rs`).
-//! - Double buffer, timed and sized from measurements (`segment_plan.rs`): the next range
-//!   is fetched in the background once the values left would last less than the lead
-//!   ([`segment_plan::lead`]; at the latest at `prefetch_after`), and is sized to last
-//!   `target_duration` at the measured rate — at least two leads — within
-//!   `min_size..=max_size`.
+//! - Cooperative: values take units of tokio's task budget (`cooperate.rs`), so that a
+//!   caller that never yields still lets its siblings and the background fetch run.
+//! - Double buffer: the next range is fetched in the background, timed and sized from
+//!   measurements as `segment_plan.rs` says.
 //! - One fetch in flight (`fetch_flight.rs`), run as its own task; callers that find both
 //!   ranges used up wait for it, and get its error if it fails.
 

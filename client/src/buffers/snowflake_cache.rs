@@ -3,24 +3,14 @@
 //!
 //! - One fetch in flight (`fetch_flight.rs`), run as its own task; callers that find the
 //!   cache empty wait for it.
-//! - Timed and sized from measurements (`snowflake_plan.rs`, `demand.rs`): a refill starts
-//!   once the cached IDs would last less than the lead ([`snowflake_plan::lead`])
-//!   or would not cover the largest burst callers took lately; a batch holds about a round
-//!   trip of use, in whole bursts (growing while callers wait), at most `batch` IDs. The
-//!   rate is capped by what callers took over the last two seconds, so that the catch-up
-//!   after a wait (a paced caller's backlog, taken at once) does not size batches of
-//!   seconds' worth of IDs. After a batch grown fourfold arrives to waiting callers, the
+//! - Timed and sized from measurements, as `snowflake_plan.rs` says (callers' rate and
+//!   bursts from `demand.rs`). After a batch grown fourfold arrives to waiting callers, the
 //!   next is sized only once they have taken their backlog from it ([`CATCH_UP_TICKS`], or
 //!   sooner if it runs dry): grown again if it fell short, by the rate if it did not.
-//! - Timed for bursts: callers woken together by one timer take in bursts; when those come
-//!   far enough apart ([`snowflake_plan::TIMED_REFILLS_FROM`]), a due refill waits on a
-//!   timer to land just before the burst that needs it
-//!   ([`snowflake_plan::refill_delay`]), instead of starting at the burst before
-//!   and leaving its IDs an interval older; a caller that finds the cache empty starts it
-//!   at once.
-//! - Young: an ID older than [`snowflake_plan::young_limit`] since its batch
-//!   arrived is thrown away, not handed out (the surplus of a batch that grew past
-//!   demand), and refills are timed counting those IDs as gone.
+//! - Timed for bursts far apart: a due refill waits on a timer to land just before the
+//!   burst that needs it ([`snowflake_plan::refill_delay`]); a caller that finds the cache
+//!   empty starts it at once.
+//! - Young: an ID older than [`snowflake_plan::young_limit`] is thrown away.
 //! - Paced: a batch refused with DRIFT naming when it fits is asked for again then (for up
 //!   to `PACED_RETRY_FOR`): the cache chose its size, so the server's pace is a wait.
 //! - Ordered: IDs are handed out under one lock, in the order they were issued; an ID not
@@ -147,18 +137,14 @@ struct Shared {
 ///   them, across all tasks and clones: if one `next` returns before another starts, the
 ///   second returns a larger ID. (Different caches, even for the same key, are ordered only
 ///   as the servers' IDs are: by time, k-sorted.)
-/// - **Staleness**: at steady rates batches are sized to last about one round trip and
-///   refills timed to land just before the cache runs dry, so an ID's time is within about
-///   two round trips (plus a few milliseconds) of when it is handed out. For callers that
-///   take in bursts of several IDs some milliseconds apart (many tasks woken by one timer),
-///   a refill waits on a timer to land just before the burst that needs it (at once if a
-///   caller finds the cache empty meanwhile); when the round trip leaves too little time
-///   to wait, it starts at the burst before, and the next burst's IDs wait in the cache up
-///   to one interval between bursts. No ID is handed out more than about two round trips
-///   (plus a few milliseconds and three such intervals) after its batch arrived, nor more
-///   than `max_age`: older ones are thrown away (see [`SnowflakeCache::discarded`]). At
-///   rates so low that one ID lasts longer than that, the cache keeps one ID for the next
-///   caller, up to `max_age`.
+/// - **Staleness**: batches are sized to last about one round trip and refills timed to
+///   land just before the cache runs dry (for callers that take in bursts, just before the
+///   burst that needs it), so an ID's time is within about two round trips of when it is
+///   handed out. No ID is handed out more than about two round trips (plus a few
+///   milliseconds, and three intervals between bursts for callers that take in bursts)
+///   after its batch arrived, nor more than `max_age`: older ones are thrown away (see
+///   [`SnowflakeCache::discarded`]). At rates so low that one ID lasts longer than that,
+///   the cache keeps one ID for the next caller, up to `max_age`.
 /// - **Waiting**: a caller waits on the server only when the cache is empty (at first use,
 ///   or when demand jumps); the wait lasts at most one fetch — bounded by the client's
 ///   `connect_timeout` (when a new connection is needed) plus `response_timeout` — and

@@ -16,8 +16,7 @@ use crate::error::{Error, Result};
 pub(crate) mod deployment;
 pub(crate) mod guard;
 
-use deployment::NodeIdentity;
-use guard::IdentityGuard;
+use {deployment::NodeIdentity, guard::IdentityGuard};
 
 /// Reads the identity of the node behind `connection` (whose address is `address`) and holds
 /// it to the deployment `guard` knows; the identity, if admitted. Before the deployment is

@@ -1,7 +1,5 @@
-//! Where a call goes and how it gets there: addresses, pooled connections (each checking its
-//! node's identity), TLS, independent nodes, Sentinel, Redis Cluster, retries, and the
-//! backend that a topology builds at connect. Knows the identity layer below it, never the
-//! buffers or the API above.
+//! Where a call goes: addresses, pooled connections (each checking its node's identity),
+//! nodes, Sentinel, Cluster, retries, the backend a topology builds. Never knows a buffer.
 
 pub(crate) mod address;
 pub(crate) mod backend;
