@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+mod certificate;
+
 /// Everything that can go wrong. New variants may be added; match with a `_` arm.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -92,9 +94,7 @@ impl Error {
             _ => false,
         }
     }
-}
 
-impl Error {
     /// When the same request fits, if this is a DRIFT refusal that says so (at least a
     /// millisecond: the server rounds down).
     pub(crate) fn fits_in(&self) -> Option<std::time::Duration> {
@@ -130,8 +130,8 @@ impl From<redis::RedisError> for Error {
             redis::ErrorKind::UnexpectedReturnType | redis::ErrorKind::Parse => {
                 return Error::Protocol(error)
             }
-            redis::ErrorKind::Io if crate::tls::is_certificate_error(&error) => {
-                return Error::Certificate(crate::tls::explain_certificate_error(&error))
+            redis::ErrorKind::Io if certificate::is_certificate_error(&error) => {
+                return Error::Certificate(certificate::explain_certificate_error(&error))
             }
             _ => {}
         }

@@ -47,69 +47,60 @@
 //! at connect, does not fit the deployment) is not used, and an error is logged.
 //!
 //! Local buffers: a [`SegmentBuffer`] hands out values with one atomic add and a
-//! [`SnowflakeCache`] IDs under one lock, each fetching ahead in the background from the
-//! measured rate and round trip, and taking part in tokio's cooperative budget (as a
-//! channel's ready message does) so that a caller that never yields still lets the fetch
-//! and the other tasks on its worker run — other callers of the same buffer included. What a caller can rely on — uniqueness,
-//! order (a cache's IDs strictly increase across all its callers), staleness (a cached ID is
-//! at most `max_age` old, usually about two round trips), and how long a call may wait — is
-//! stated on each type; [`SegmentBuffer::wait_stats`] counts the calls that waited.
+//! [`SnowflakeCache`] IDs under one lock, each fetching ahead in the background and taking
+//! part in tokio's cooperative budget, so that a caller that never yields still lets the
+//! fetch and its siblings run. What a caller can rely on — uniqueness, order, staleness,
+//! and how long a call may wait — is stated on each type; [`SegmentBuffer::wait_stats`]
+//! counts the calls that waited.
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 
-mod address;
-mod backend;
-mod client;
-mod cluster;
-mod cluster_nodes;
+// In layers (docs/architecture.md, checked by tests/tests/import_graph.rs): the files beside
+// lib.rs, identity, transport, buffers (beside transport, not above it), api.
+/// Builder methods that each set one public field: `setters!(Type { /// doc field: T, });`.
+macro_rules! setters {
+    ($type:ty { $($(#[doc = $doc:literal])* $field:ident: $field_type:ty,)* }) => {
+        impl $type {
+            $(
+                $(#[doc = $doc])*
+                pub fn $field(mut self, $field: $field_type) -> Self {
+                    self.$field = $field;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+mod api;
+mod buffers;
 pub mod commands;
-mod connect;
-mod connection;
-mod cooperate;
-mod demand;
-mod deployment;
 mod error;
-mod fetch_flight;
-mod fetch_plan;
 mod id;
 mod identity;
-mod identity_guard;
-mod issuer;
-mod leased;
-mod local_segment;
 mod lock;
 mod metrics;
-mod node;
-mod node_set;
-mod range_slots;
-mod retry;
-mod segment;
-mod sentinel;
-mod settings;
-mod snowflake_cache;
-mod source;
-mod tls;
-mod topology;
-mod wait_stats;
+mod transport;
 
-pub use client::Client;
-pub use cluster_nodes::{cluster_members, ClusterMember};
-pub use commands::IdgenAsyncCommands;
-pub use deployment::{check as check_deployment, Deployment, NodeIdentity};
-pub use error::{Error, Result};
-pub use id::Id;
-pub use idgen_core::{DecodedId, IdFormat, IdTextError, Layout, SegmentRange};
-pub use leased::{
+pub use api::client::Client;
+pub use api::leased::{
     Grant as LeaseGrant, LeaseError, LeasedGenerator, LeasedOptions, MonotonicClock,
     SystemMonotonic,
 };
-pub use local_segment::LocalSegmentBuffer;
+pub use buffers::local_segment::LocalSegmentBuffer;
+pub use buffers::options::{SegmentOptions, SnowflakeCacheOptions};
+pub use buffers::segment::{NextValue, SegmentBuffer};
+pub use buffers::snowflake_cache::SnowflakeCache;
+pub use buffers::wait_stats::WaitStats;
+pub use commands::IdgenAsyncCommands;
+pub use error::{Error, Result};
+pub use id::Id;
+pub use identity::deployment::{check as check_deployment, Deployment, NodeIdentity};
+pub use idgen_core::{DecodedId, IdFormat, IdTextError, Layout, SegmentRange};
 pub use metrics::MetricsSnapshot;
-pub use segment::{NextValue, SegmentBuffer};
-pub use settings::{SegmentOptions, Settings, SnowflakeCacheOptions};
-pub use snowflake_cache::SnowflakeCache;
-pub use topology::{SentinelTopology, Topology};
-pub use wait_stats::WaitStats;
+pub use transport::cluster_nodes::{cluster_members, ClusterMember};
+pub use transport::settings::Settings;
+pub use transport::topology::{SentinelTopology, Topology};
 
 /// The redis-rs crate this client is built on (1.x), so that applications can name its
 /// types ([`redis::ConnectionInfo`], the error inside [`Error::Transport`]) without a

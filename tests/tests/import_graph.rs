@@ -11,6 +11,11 @@
 //!   command);
 //! - across crates: the core depends on no workspace or Redis crate, the module on the core
 //!   and `redis-module`, the client on the core and `redis`, the tool on the client and core.
+//! - the client's layers (docs/architecture.md): the files beside `lib.rs` (errors, IDs,
+//!   the command table, metrics, the lock helper) import only each other; `identity/` knows
+//!   only them; `transport/` knows them and `identity/`; `buffers/` knows only them, never
+//!   a connection; `api/` joins everything; no circle runs between the folders; and no
+//!   client code names an item through `lib.rs`'s re-exports (`crate::Result`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -220,6 +225,64 @@ fn layer_violations(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
     broken
 }
 
+/// The client's layers, bottom to top, and what each may import (itself included):
+/// `ground` is the files beside `lib.rs`.
+const CLIENT_MAY_IMPORT: [(&str, &[&str]); 5] = [
+    ("ground", &["ground"]),
+    ("identity", &["ground", "identity"]),
+    ("transport", &["ground", "identity", "transport"]),
+    ("buffers", &["ground", "buffers"]),
+    (
+        "api",
+        &["ground", "identity", "transport", "buffers", "api"],
+    ),
+];
+
+/// The client's layer of a module path: its folder, or `ground` for a file beside `lib.rs`
+/// (and what that file holds), `None` for `lib.rs` itself.
+fn client_layer(module: &str) -> Option<&str> {
+    let first = module.split("::").next().unwrap_or_default();
+    if first.is_empty() {
+        return None;
+    }
+    let folder = CLIENT_MAY_IMPORT.iter().find(|(name, _)| *name == first);
+    Some(folder.map_or("ground", |(name, _)| name))
+}
+
+/// Every broken layer rule in the client's import graph, one line each: an import of a
+/// layer the importer may not know, and a circle between layers.
+fn client_layer_violations(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut broken = Vec::new();
+    let mut between_layers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, used) in graph {
+        let Some(layer) = client_layer(module) else {
+            continue;
+        };
+        let (_, allowed) = CLIENT_MAY_IMPORT
+            .iter()
+            .find(|(name, _)| *name == layer)
+            .unwrap();
+        for import in used {
+            let Some(imported) = client_layer(import) else {
+                continue;
+            };
+            if !allowed.contains(&imported) {
+                broken.push(format!(
+                    "{module} imports {import}: {layer} may import only {allowed:?}"
+                ));
+            }
+            if imported != layer {
+                let edges = between_layers.entry(layer.to_string()).or_default();
+                edges.insert(imported.to_string());
+            }
+        }
+    }
+    if let Some(cycle) = find_cycle(&between_layers) {
+        broken.push(format!("a circle between the client's layers: {cycle:?}"));
+    }
+    broken
+}
+
 fn crate_src(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
@@ -373,6 +436,102 @@ fn the_layer_rules_catch_each_kind_of_break() {
         "commands::segment_next imports commands::snowflake_next: commands never import each other",
         "events::key_events imports commands::issuing",
         "helpers is in no layer",
+    ] {
+        assert!(
+            broken.iter().any(|line| line.starts_with(expected)),
+            "{expected} not caught in {broken:?}"
+        );
+    }
+    assert_eq!(broken.len(), 5, "{broken:?}");
+}
+
+#[test]
+fn the_client_keeps_its_layers() {
+    let graph = graph_of(&crate_src("client"));
+    for layer in ["api", "buffers", "identity", "transport"] {
+        assert!(
+            graph
+                .keys()
+                .filter(|m| client_layer(m) == Some(layer))
+                .count()
+                >= 3,
+            "{layer}/ holds files: {graph:?}"
+        );
+    }
+    let broken = client_layer_violations(&graph);
+    assert!(
+        broken.is_empty(),
+        "the client's layer rules broken:\n{}",
+        broken.join("\n")
+    );
+}
+
+/// The lines of `text`'s code (not its comments) that name an item through `lib.rs`'s
+/// re-exports (`crate::Result`, `crate::Client`): an arrow up to the crate's top from
+/// whatever layer the file is in.
+fn names_through_lib(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .filter(|line| {
+            line.match_indices("crate::").any(|(at, _)| {
+                line[at + "crate::".len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_uppercase())
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn client_code_imports_from_its_modules_not_through_lib() {
+    let mut found = Vec::new();
+    for (module, path) in source_files(&crate_src("client")) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for line in names_through_lib(without_tests(&text)) {
+            found.push(format!("{module}: {}", line.trim()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "names taken through lib.rs:\n{}",
+        found.join("\n")
+    );
+    assert_eq!(
+        names_through_lib("/// See [`crate::Client`].\nfn f() -> crate::Result<()> {}"),
+        ["fn f() -> crate::Result<()> {}"]
+    );
+}
+
+#[test]
+fn the_client_layer_rules_catch_each_kind_of_break() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("error", vec!["transport::connection"]),
+        ("identity::guard", vec!["transport::node", "error", "lock"]),
+        (
+            "transport::connection",
+            vec!["identity", "buffers::segment"],
+        ),
+        (
+            "buffers::segment",
+            vec!["transport::backend", "buffers::source"],
+        ),
+        (
+            "api::client",
+            vec!["transport::connect", "buffers::segment"],
+        ),
+        ("lock", vec![]),
+    ]
+    .into_iter()
+    .map(|(m, used)| (m.to_string(), used.into_iter().map(String::from).collect()))
+    .collect();
+    let broken = client_layer_violations(&graph);
+    for expected in [
+        "error imports transport::connection",
+        "identity::guard imports transport::node",
+        "transport::connection imports buffers::segment",
+        "buffers::segment imports transport::backend",
+        "a circle between the client's layers",
     ] {
         assert!(
             broken.iter().any(|line| line.starts_with(expected)),

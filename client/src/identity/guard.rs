@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::deployment::{fits, Deployment, NodeIdentity};
+use crate::identity::deployment::{fits, Deployment, NodeIdentity};
 use crate::lock::lock;
 
 /// The identities the client trusts, by address, shared by the pools of every node.
@@ -104,7 +104,7 @@ fn describe_layout(node: &NodeIdentity) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deployment::{check, test_node as node};
+    use crate::identity::deployment::{check, test_node as node};
 
     fn guard_for(nodes: Vec<NodeIdentity>) -> IdentityGuard {
         let guard = IdentityGuard::default();

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, ConnectionInfo, FromRedisValue};
 
-use crate::connection::{lend, IdentityCheck, NodeConnector, Pool};
 use crate::error::Result;
-use crate::identity_guard::IdentityGuard;
+use crate::identity::guard::IdentityGuard;
 use crate::lock::lock;
-use crate::settings::Settings;
+use crate::transport::connection::{lend, IdentityCheck, NodeConnector, Pool};
+use crate::transport::settings::Settings;
 
 /// How often a node marked down is probed in the background, so that it serves again as
 /// soon as it answers (after a restart, say a rolling upgrade) rather than when its mark

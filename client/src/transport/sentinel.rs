@@ -8,15 +8,15 @@ use std::time::Duration;
 use redis::sentinel::{Sentinel, SentinelNodeConnectionInfo};
 use redis::{Cmd, ConnectionAddr, ConnectionInfo, FromRedisValue, TlsMode};
 
-use crate::address;
 use crate::error::{Error, Result};
-use crate::identity_guard::IdentityGuard;
+use crate::identity::guard::IdentityGuard;
 use crate::lock::lock;
 use crate::metrics::Metrics;
-use crate::node::Node;
-use crate::retry::{self, RetryPolicy};
-use crate::settings::Settings;
-use crate::topology::SentinelTopology;
+use crate::transport::address;
+use crate::transport::node::Node;
+use crate::transport::retry::{self, RetryPolicy};
+use crate::transport::settings::Settings;
+use crate::transport::topology::SentinelTopology;
 
 /// The data nodes of a Sentinel deployment, as the sentinels name them.
 #[derive(Debug)]
@@ -170,7 +170,7 @@ impl SentinelMaster {
         let members = self.members_locked(&mut sentinel).await?;
         // The new master must fit the deployment before anything is sent to it; the pool
         // would refuse its connections anyway, but the caller should learn why.
-        crate::connection::admit_at(&members.master, &self.settings, &self.guard)
+        crate::transport::connection::admit_at(&members.master, &self.settings, &self.guard)
             .await
             .map_err(|error| match error {
                 Error::Deployment(problem) => Error::Deployment(format!(
@@ -180,7 +180,8 @@ impl SentinelMaster {
                 other => other,
             })?;
         for replica in &members.replicas {
-            match crate::connection::admit_at(replica, &self.settings, &self.guard).await {
+            match crate::transport::connection::admit_at(replica, &self.settings, &self.guard).await
+            {
                 Ok(_) => {}
                 Err(Error::Deployment(problem)) => tracing::error!(
                     node = %replica.addr(),

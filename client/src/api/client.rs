@@ -4,16 +4,17 @@ use std::sync::Arc;
 
 use idgen_core::{DecodedId, SegmentRange};
 
-use crate::connect;
-use crate::deployment::Deployment;
+use crate::api::issuer::Issuer;
+use crate::buffers::options::{SegmentOptions, SnowflakeCacheOptions};
+use crate::buffers::segment::SegmentBuffer;
+use crate::buffers::snowflake_cache::SnowflakeCache;
 use crate::error::{Error, Result};
 use crate::id::Id;
-use crate::issuer::Issuer;
+use crate::identity::deployment::Deployment;
 use crate::metrics::{Metrics, MetricsSnapshot};
-use crate::segment::SegmentBuffer;
-use crate::settings::{SegmentOptions, Settings, SnowflakeCacheOptions};
-use crate::snowflake_cache::SnowflakeCache;
-use crate::topology::Topology;
+use crate::transport::connect;
+use crate::transport::settings::Settings;
+use crate::transport::topology::Topology;
 
 /// A pooled, failover-aware client for redis-idgen. Cheap to clone; clones share pools,
 /// metrics and the deployment.

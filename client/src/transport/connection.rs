@@ -10,10 +10,12 @@ use std::time::Instant;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ConnectionInfo};
 
+use crate::error;
 use crate::identity;
-use crate::identity_guard::IdentityGuard;
+use crate::identity::deployment::NodeIdentity;
+use crate::identity::guard::IdentityGuard;
 use crate::lock::lock;
-use crate::settings::Settings;
+use crate::transport::settings::Settings;
 
 /// The timeouts of the settings, for every connection the client opens to a node.
 pub(crate) fn connection_config(settings: &Settings) -> AsyncConnectionConfig {
@@ -27,7 +29,7 @@ pub(crate) fn connection_config(settings: &Settings) -> AsyncConnectionConfig {
 pub(crate) async fn short_connection(
     node: &ConnectionInfo,
     settings: &Settings,
-) -> crate::Result<(redis::Client, MultiplexedConnection)> {
+) -> error::Result<(redis::Client, MultiplexedConnection)> {
     let client = redis::Client::open(node.clone())?;
     let conn = client
         .get_multiplexed_async_connection_with_config(&connection_config(settings))
@@ -40,7 +42,7 @@ pub(crate) async fn admit_at(
     node: &ConnectionInfo,
     settings: &Settings,
     guard: &IdentityGuard,
-) -> crate::Result<crate::deployment::NodeIdentity> {
+) -> error::Result<NodeIdentity> {
     let address = node.addr().to_string();
     let (_, mut conn) = short_connection(node, settings)
         .await
@@ -95,7 +97,7 @@ impl Lent<MultiplexedConnection> {
     /// Runs the identity check on this connection's first use (see [`IdentityCheck`]).
     /// A connection that fails it is dropped, so the next call opens a new one and asks
     /// again: a node that comes back with its identity is used at once.
-    pub(crate) async fn ensure_checked(&mut self, check: &IdentityCheck) -> crate::Result<()> {
+    pub(crate) async fn ensure_checked(&mut self, check: &IdentityCheck) -> error::Result<()> {
         if self.checked.load(Ordering::Relaxed) {
             return Ok(());
         }
@@ -149,7 +151,7 @@ impl<C: Connect> Pool<C> {
 
     /// Why a caller that started waiting at `since` got no connection: the failure of an
     /// attempt that ended while it waited, or else the timeout itself.
-    fn why_no_connection(&self, since: Instant) -> crate::Error {
+    fn why_no_connection(&self, since: Instant) -> error::Error {
         let failure = lock(&self.last_failure);
         match &*failure {
             Some((at, error)) if *at >= since => error.clone().into(),
@@ -159,7 +161,7 @@ impl<C: Connect> Pool<C> {
 }
 
 /// Lends a working connection from `pool`, discarding the broken ones it meets.
-pub(crate) async fn lend<C: Connect>(pool: &Pool<C>) -> crate::Result<Lent<C::Connection>> {
+pub(crate) async fn lend<C: Connect>(pool: &Pool<C>) -> error::Result<Lent<C::Connection>> {
     let since = Instant::now();
     loop {
         let pooled = match pool.pool.get().await {
@@ -225,7 +227,7 @@ pub(crate) struct IdentityCheck {
 impl IdentityCheck {
     /// Asks the node behind `connection` for its identity and holds it to the deployment
     /// (see [`identity::admit`] for what each failure becomes).
-    async fn verify(&self, connection: &mut MultiplexedConnection) -> crate::Result<()> {
+    async fn verify(&self, connection: &mut MultiplexedConnection) -> error::Result<()> {
         identity::admit(connection, &self.address, &self.guard)
             .await
             .map(drop)

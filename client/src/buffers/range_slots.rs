@@ -17,7 +17,7 @@
 
 use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering};
 
-use crate::cooperate::VALUES_PER_UNIT;
+use crate::buffers::cooperate::VALUES_PER_UNIT;
 
 /// Bits of the cursor that count values within a range; the epoch is above them. 2^40 is
 /// far beyond any range (a segment call returns at most 10^9 values) plus the failed takes

@@ -4,14 +4,10 @@
 //! - Fast path, lock-free: taking a value is one atomic `fetch_add` on a cursor plus a few
 //!   plain loads (see `range_slots.rs`); no value goes to two callers (a caller that loses
 //!   a race with a range switch skips a value rather than share one).
-//! - Cooperative: one value in [`VALUES_PER_UNIT`](crate::cooperate::VALUES_PER_UNIT) takes
-//!   a unit of tokio's task budget, as a channel's ready message does, so that a caller that
-//!   never yields still gives its worker back now and then: to the other callers queued
-//!   on it, and to the background fetch (`cooperate.rs`).
-//! - Double buffer, timed and sized from measurements (`fetch_plan.rs`): the next range is
-//!   fetched in the background once the values left would last less than four round trips
-//!   (and at the latest at `prefetch_after`), and is sized to last `target_duration` at the
-//!   measured rate — at least two such leads — within `min_size..=max_size`.
+//! - Cooperative: values take units of tokio's task budget (`cooperate.rs`), so that a
+//!   caller that never yields still lets its siblings and the background fetch run.
+//! - Double buffer: the next range is fetched in the background, timed and sized from
+//!   measurements as `segment_plan.rs` says.
 //! - One fetch in flight (`fetch_flight.rs`), run as its own task; callers that find both
 //!   ranges used up wait for it, and get its error if it fails.
 
@@ -22,21 +18,22 @@ use std::task::{Context, Poll};
 
 use tokio::time::Instant;
 
-use crate::cooperate::poll_budget;
+use crate::buffers::cooperate::poll_budget;
+use crate::buffers::fetch_flight::{self, FetchFlight};
+use crate::buffers::measured::Measured;
+use crate::buffers::options::SegmentOptions;
+use crate::buffers::range_slots::{Block, Epoch, RangeSlots, RangeSpec, Taken, TakenBlock};
+use crate::buffers::segment_plan::{self, RangeBounds, MIN_RATE_SAMPLE};
+use crate::buffers::source::IdSource;
+use crate::buffers::wait_stats::{WaitCounter, WaitStats, WaitTimer};
 use crate::error::Result;
-use crate::fetch_flight::{self, FetchFlight};
-use crate::fetch_plan::{self, Pace, RangeBounds, MIN_RATE_SAMPLE};
 use crate::metrics::Metrics;
-use crate::range_slots::{Block, Epoch, RangeSlots, RangeSpec, Taken, TakenBlock};
-use crate::settings::SegmentOptions;
-use crate::source::IdSource;
-use crate::wait_stats::{WaitCounter, WaitStats, WaitTimer};
 
 /// What the slow path knows: the prefetched range and the measurements that size the next.
 struct Reserve {
     /// The prefetched range, waiting for the current one to run out.
     spare: Option<RangeSpec>,
-    pace: Pace,
+    measured: Measured,
     /// When the current range was installed.
     installed_at: Instant,
     /// When a caller first found the current range used up.
@@ -193,7 +190,7 @@ impl SegmentBuffer {
                 current: RangeSlots::new(),
                 reserve: Mutex::new(Reserve {
                     spare: None,
-                    pace: Pace::default(),
+                    measured: Measured::default(),
                     installed_at: Instant::now(),
                     exhausted_at: None,
                     size,
@@ -265,7 +262,7 @@ impl SegmentBuffer {
 
     /// A value of the current range and whether its caller takes a unit of the cooperative
     /// budget before using it (one value in
-    /// [`VALUES_PER_UNIT`](crate::cooperate::VALUES_PER_UNIT), a checkpoint), or the epoch
+    /// [`VALUES_PER_UNIT`](crate::buffers::cooperate::VALUES_PER_UNIT), a checkpoint), or the epoch
     /// of the used-up range.
     #[inline(always)]
     fn take(&self) -> std::result::Result<(i64, bool), Epoch> {
@@ -295,7 +292,9 @@ impl SegmentBuffer {
         if current.prefetch_at >= MIN_RATE_SAMPLE {
             // The part used so far says how fast values go now.
             let elapsed = reserve.installed_at.elapsed();
-            reserve.pace.observe_use(current.prefetch_at + 1, elapsed);
+            reserve
+                .measured
+                .observe_use(current.prefetch_at + 1, elapsed);
         }
         if reserve.spare.is_none() {
             drop(reserve);
@@ -360,13 +359,14 @@ impl Shared {
         if let Some(exhausted_at) = reserve.exhausted_at.take() {
             if replaced.count >= MIN_RATE_SAMPLE {
                 let lasted = exhausted_at.saturating_duration_since(reserve.installed_at);
-                reserve.pace.observe_use(replaced.count, lasted);
+                reserve.measured.observe_use(replaced.count, lasted);
             }
         }
-        range.prefetch_at = fetch_plan::prefetch_index(range.count, &reserve.pace, &self.bounds);
+        range.prefetch_at =
+            segment_plan::prefetch_index(range.count, &reserve.measured, &self.bounds);
         reserve.installed_at = now;
-        if reserve.pace.rate > 0.0 {
-            reserve.size = fetch_plan::range_size(&reserve.pace, &self.bounds);
+        if reserve.measured.rate > 0.0 {
+            reserve.size = segment_plan::range_size(&reserve.measured, &self.bounds);
         }
         let replaced = self.current.install(range);
         Metrics::add(&self.source.metrics().ids_served, replaced.count);
@@ -374,7 +374,7 @@ impl Shared {
 
     /// Starts fetching the next range in its own task unless a fetch is under way; returns
     /// the flight to wait for.
-    fn launch(self: &Arc<Self>) -> crate::fetch_flight::Flight {
+    fn launch(self: &Arc<Self>) -> crate::buffers::fetch_flight::Flight {
         fetch_flight::launch(
             self,
             |shared| &shared.flight,
@@ -382,15 +382,15 @@ impl Shared {
                 let size = {
                     let mut reserve = shared.lock();
                     // Before a rate is measured, the configured first size.
-                    if reserve.pace.rate > 0.0 {
-                        reserve.size = fetch_plan::range_size(&reserve.pace, &shared.bounds);
+                    if reserve.measured.rate > 0.0 {
+                        reserve.size = segment_plan::range_size(&reserve.measured, &shared.bounds);
                     }
                     reserve.size
                 };
                 let started = Instant::now();
                 let outcome = shared.source.segment_range(&shared.key, size).await;
                 let mut reserve = shared.lock();
-                reserve.pace.observe_round_trip(started.elapsed());
+                reserve.measured.observe_round_trip(started.elapsed());
                 match outcome {
                     Ok(range) => {
                         reserve.spare = Some(RangeSpec {

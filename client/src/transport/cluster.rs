@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, ConnectionInfo, FromRedisValue};
 
-use crate::address;
-use crate::cluster_nodes::cluster_members;
-use crate::connection::{lend, short_connection, Connect, Pool};
 use crate::error::{Error, Result};
-use crate::identity_guard::IdentityGuard;
+use crate::identity::guard::IdentityGuard;
 use crate::lock::lock;
 use crate::metrics::Metrics;
-use crate::retry::{self, RetryPolicy};
-use crate::settings::Settings;
+use crate::transport::address;
+use crate::transport::cluster_nodes::cluster_members;
+use crate::transport::connection::{lend, short_connection, Connect, Pool};
+use crate::transport::retry::{self, RetryPolicy};
+use crate::transport::settings::Settings;
 
 /// A Redis Cluster behind a pool of key-routing connections.
 pub(crate) struct Cluster {
@@ -64,7 +64,8 @@ impl MemberCheck {
     async fn run(&self) -> Option<String> {
         let members = members(&self.seeds, &self.settings).await.ok()?;
         for member in &members {
-            let verdict = crate::connection::admit_at(member, &self.settings, &self.guard).await;
+            let verdict =
+                crate::transport::connection::admit_at(member, &self.settings, &self.guard).await;
             if let Err(Error::Deployment(problem)) = verdict {
                 return Some(problem);
             }

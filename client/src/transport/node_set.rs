@@ -13,8 +13,8 @@ use redis::{Cmd, FromRedisValue};
 
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
-use crate::node::Node;
-use crate::settings::Settings;
+use crate::transport::node::Node;
+use crate::transport::settings::Settings;
 
 /// What the failover rule needs of a node.
 pub(crate) trait FailoverNode {

@@ -15,9 +15,9 @@
 //!   index in `VALUES_PER_UNIT`) takes a unit, so a handle takes as many units per value as
 //!   `SegmentBuffer::next` does, and a task looping on it lets its siblings run as often.
 
+use crate::buffers::range_slots::{Block, Epoch};
+use crate::buffers::segment::{NextValue, SegmentBuffer};
 use crate::error::Result;
-use crate::range_slots::{Block, Epoch};
-use crate::segment::{NextValue, SegmentBuffer};
 
 /// The most values a handle takes from the shared range at once.
 pub(crate) const MOST_PER_BLOCK: u64 = 64;

@@ -4,11 +4,11 @@
 
 use redis::{Cmd, FromRedisValue};
 
-use crate::cluster::Cluster;
 use crate::error::Result;
 use crate::metrics::Metrics;
-use crate::node_set::NodeSet;
-use crate::sentinel::SentinelMaster;
+use crate::transport::cluster::Cluster;
+use crate::transport::node_set::NodeSet;
+use crate::transport::sentinel::SentinelMaster;
 
 /// Where calls go.
 pub(crate) enum Backend {

@@ -3,25 +3,14 @@
 //!
 //! - One fetch in flight (`fetch_flight.rs`), run as its own task; callers that find the
 //!   cache empty wait for it.
-//! - Timed and sized from measurements (`fetch_plan.rs`, `demand.rs`): a refill starts once
-//!   the cached IDs would last less than a round trip plus four times its spread (at most
-//!   half a round trip) plus 3 ms at the callers' rate, or would not cover the largest
-//!   burst they took lately; a batch holds one round trip plus 2 ms of use, in whole
-//!   bursts (growing while callers wait), at most `batch` IDs. The rate is capped by what callers took over the
-//!   last two seconds, so that the catch-up after a wait (a paced caller's backlog, taken
-//!   at once) does not size batches of seconds' worth of IDs. After a batch grown fourfold
-//!   arrives to waiting callers, the next is sized only once they have taken their backlog
-//!   from it (2 ms, or sooner if it runs dry): grown again if it fell short, by the rate if
-//!   it did not.
-//! - Timed for bursts: callers woken together by one timer take in bursts; when those come
-//!   8 ms apart or more (and are more than one ID), a due refill waits on a timer to land
-//!   just before the burst that
-//!   needs it (`fetch_plan::snowflake_refill_delay`), instead of starting at the burst
-//!   before and leaving its IDs an interval older; a caller that finds the cache empty
-//!   starts it at once.
-//! - Young: an ID older than about two round trips plus 10 ms since its batch arrived is
-//!   thrown away, not handed out (the surplus of a batch that grew past demand), and
-//!   refills are timed counting those IDs as gone.
+//! - Timed and sized from measurements, as `snowflake_plan.rs` says (callers' rate and
+//!   bursts from `demand.rs`). After a batch grown fourfold arrives to waiting callers, the
+//!   next is sized only once they have taken their backlog from it ([`CATCH_UP_TICKS`], or
+//!   sooner if it runs dry): grown again if it fell short, by the rate if it did not.
+//! - Timed for bursts far apart: a due refill waits on a timer to land just before the
+//!   burst that needs it ([`snowflake_plan::refill_delay`]); a caller that finds the cache
+//!   empty starts it at once.
+//! - Young: an ID older than [`snowflake_plan::young_limit`] is thrown away.
 //! - Paced: a batch refused with DRIFT naming when it fits is asked for again then (for up
 //!   to `PACED_RETRY_FOR`): the cache chose its size, so the server's pace is a wait.
 //! - Ordered: IDs are handed out under one lock, in the order they were issued; an ID not
@@ -36,18 +25,16 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::demand::DemandMeter;
+use crate::buffers::demand::DemandMeter;
+use crate::buffers::fetch_flight::{self, FetchFlight, Flight};
+use crate::buffers::measured::Measured;
+use crate::buffers::options::SnowflakeCacheOptions;
+use crate::buffers::snowflake_plan;
+use crate::buffers::source::IdSource;
+use crate::buffers::wait_stats::{WaitCounter, WaitStats, WaitTimer};
 use crate::error::{Error, Result};
-use crate::fetch_flight::{self, FetchFlight, Flight};
-use crate::fetch_plan::{self, Pace};
 use crate::id::Id;
 use crate::metrics::Metrics;
-use crate::settings::SnowflakeCacheOptions;
-use crate::source::IdSource;
-use crate::wait_stats::{WaitCounter, WaitStats, WaitTimer};
-
-/// How long callers that waited for a batch may take to catch up, beyond two round trips.
-const CATCH_UP_SPAN: Duration = Duration::from_millis(10);
 
 /// How long after a batch that callers waited for arrives they are taking their backlog
 /// from it, at least: a task paced by tokio's 1 ms timer finishes what fell due before it
@@ -78,7 +65,7 @@ struct Store {
     /// The last ID handed out (or thrown away for order): every later ID is above it.
     last: Option<i64>,
     /// The measured round trip, and the rate as `demand` last estimated it.
-    pace: Pace,
+    measured: Measured,
     demand: DemandMeter,
     /// The size of the last batch asked for.
     last_batch: u32,
@@ -101,32 +88,32 @@ struct Store {
     /// for a cold task taking 50,000 a second through a 50 ms round trip, thrown away.
     backlog_until: Option<Instant>,
     /// When the refill under way is to start, if it waits for its time (see
-    /// `fetch_plan::snowflake_refill_delay`); cleared by a caller that finds the cache
+    /// `snowflake_plan::refill_delay`); cleared by a caller that finds the cache
     /// empty, which starts it at once.
     refill_at: Option<Instant>,
 }
 
 impl Store {
-    /// Brings the pace's burst up to date with what callers took lately, as of `now`.
+    /// Brings the measured burst up to date with what callers took lately, as of `now`.
     fn refresh_burst(&mut self, now: Instant) {
-        self.pace.burst = self.demand.largest_burst(now);
+        self.measured.burst = self.demand.largest_burst(now);
     }
 
     /// How long an ID may be cached before it is handed out (see
-    /// `fetch_plan::snowflake_young_limit`), as of `now`.
+    /// `snowflake_plan::young_limit`), as of `now`.
     fn young_limit(&mut self, now: Instant, max_age: Duration) -> Duration {
         self.refresh_burst(now);
-        fetch_plan::snowflake_young_limit(&self.pace, max_age)
+        snowflake_plan::young_limit(&self.measured, max_age)
     }
 
     /// How long the cached IDs last from `now` at the measured rate (see
-    /// `fetch_plan::snowflake_time_left`).
+    /// `snowflake_plan::time_left`).
     fn time_left(&self, now: Instant, limit: Duration) -> Duration {
         let batches = self.batches.iter().map(|batch| {
             let young_until = batch.fetched + limit;
             (batch.ids.len(), young_until.saturating_duration_since(now))
         });
-        fetch_plan::snowflake_time_left(batches, &self.pace)
+        snowflake_plan::time_left(batches, &self.measured)
     }
 }
 
@@ -150,17 +137,14 @@ struct Shared {
 ///   them, across all tasks and clones: if one `next` returns before another starts, the
 ///   second returns a larger ID. (Different caches, even for the same key, are ordered only
 ///   as the servers' IDs are: by time, k-sorted.)
-/// - **Staleness**: at steady rates batches are sized to last about one round trip and
-///   refills timed to land just before the cache runs dry, so an ID's time is within about
-///   two round trips plus 5 ms of when it is handed out. For callers that take in bursts
-///   of several IDs at least 8 ms apart (many tasks woken by one timer), a refill waits on a timer to
-///   land a fetch plus 7 ms before the burst that needs it (at once if a caller finds the
-///   cache empty meanwhile); when a round trip leaves under 2 ms to wait, it starts at the
-///   burst before, and the next burst's IDs wait in the cache up to one interval between
-///   bursts. No ID is handed out more than two round trips plus
-///   10 ms (plus three such intervals) after its batch arrived, nor more than `max_age`: older
-///   ones are thrown away (see [`SnowflakeCache::discarded`]). At rates so low that one ID
-///   lasts longer than that, the cache keeps one ID for the next caller, up to `max_age`.
+/// - **Staleness**: batches are sized to last about one round trip and refills timed to
+///   land just before the cache runs dry (for callers that take in bursts, just before the
+///   burst that needs it), so an ID's time is within about two round trips of when it is
+///   handed out. No ID is handed out more than about two round trips (plus a few
+///   milliseconds, and three intervals between bursts for callers that take in bursts)
+///   after its batch arrived, nor more than `max_age`: older ones are thrown away (see
+///   [`SnowflakeCache::discarded`]). At rates so low that one ID lasts longer than that,
+///   the cache keeps one ID for the next caller, up to `max_age`.
 /// - **Waiting**: a caller waits on the server only when the cache is empty (at first use,
 ///   or when demand jumps); the wait lasts at most one fetch — bounded by the client's
 ///   `connect_timeout` (when a new connection is needed) plus `response_timeout` — and
@@ -198,7 +182,7 @@ impl SnowflakeCache {
                     batches: VecDeque::new(),
                     cached: 0,
                     last: None,
-                    pace: Pace::default(),
+                    measured: Measured::default(),
                     demand: DemandMeter::new(Instant::now()),
                     callers_waiting: false,
                     catch_up_until: None,
@@ -313,7 +297,7 @@ impl Shared {
                 } else {
                     store.demand.took(1, now);
                 }
-                store.pace.rate = store.demand.rate();
+                store.measured.rate = store.demand.rate();
             }
             None => {
                 if thrown == 0 {
@@ -329,13 +313,13 @@ impl Shared {
             }
         }
         let time_left = store.time_left(now, limit);
-        let due = fetch_plan::snowflake_refill_due(store.cached, time_left, &store.pace);
+        let due = snowflake_plan::refill_due(store.cached, time_left, &store.measured);
         let taking_backlog = store.backlog_until.is_some_and(|until| now < until);
         let refill = due && !taking_backlog && !self.flight.is_running();
         if refill && id.is_some() {
             // What the burst under way will still take is not there for the next ones.
             let beyond = (store.cached as u64).saturating_sub(store.demand.burst_left(now));
-            store.refill_at = fetch_plan::snowflake_refill_delay(beyond, time_left, &store.pace)
+            store.refill_at = snowflake_plan::refill_delay(beyond, time_left, &store.measured)
                 .map(|delay| now + delay);
         }
         (id, refill)
@@ -361,7 +345,7 @@ impl Shared {
                         }
                         Err(error) => error,
                     };
-                    shared.lock().pace.observe_round_trip(started.elapsed());
+                    shared.lock().measured.observe_round_trip(started.elapsed());
                     match fits_in(&error) {
                         Some(wait) if Instant::now() + wait <= deadline => {
                             tracing::debug!(key = %shared.key, count, ?wait, %error,
@@ -412,8 +396,8 @@ impl Shared {
         } else {
             0
         };
-        let planned = fetch_plan::snowflake_batch(
-            &store.pace,
+        let planned = snowflake_plan::batch(
+            &store.measured,
             store.last_batch,
             store.waits_in_a_row,
             self.options.batch.max(1),
@@ -424,14 +408,14 @@ impl Shared {
         // surplus to leave out of the batch.
         let burst_left = store.demand.burst_left(now);
         let needed_first = if timed {
-            let burst = store.pace.burst.max(1);
+            let burst = store.measured.burst.max(1);
             let beyond = (store.cached as u64).saturating_sub(burst_left);
             burst_left + beyond / burst * burst
         } else {
             burst_left
         };
-        let count = fetch_plan::snowflake_trimmed_batch(
-            &store.pace,
+        let count = snowflake_plan::trimmed_batch(
+            &store.measured,
             planned,
             store.cached,
             needed_first,
@@ -445,12 +429,12 @@ impl Shared {
     /// Adds a fetched batch, keeping only IDs above every ID cached or handed out.
     fn store_batch(&self, ids: Vec<i64>, started: Instant) {
         let mut store = self.lock();
-        store.pace.observe_round_trip(started.elapsed());
+        store.measured.observe_round_trip(started.elapsed());
         let now = Instant::now();
         if std::mem::take(&mut store.callers_waiting) {
-            store.catch_up_until = Some(now + store.pace.round_trip * 2 + CATCH_UP_SPAN);
+            store.catch_up_until = Some(now + snowflake_plan::young_span(&store.measured));
             // `waits_in_a_row` is still what this batch was planned with.
-            if fetch_plan::grows_fourfold(store.waits_in_a_row) {
+            if snowflake_plan::grows_fourfold(store.waits_in_a_row) {
                 store.backlog_until = Some(now + CATCH_UP_TICKS);
                 // Whether callers fall short from now on is news about this batch.
                 store.callers_waited = false;

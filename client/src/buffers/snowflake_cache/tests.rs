@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::*;
-use crate::source::counting::CountingSource;
+use crate::buffers::source::counting::CountingSource;
 
 fn cache_with(source: &Arc<CountingSource>, options: SnowflakeCacheOptions) -> SnowflakeCache {
     SnowflakeCache::new(source.clone(), "k", options)

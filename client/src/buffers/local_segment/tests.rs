@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
-use crate::settings::SegmentOptions;
-use crate::source::counting::CountingSource;
+use crate::buffers::options::SegmentOptions;
+use crate::buffers::source::counting::CountingSource;
 
 fn fixed(size: u64) -> SegmentOptions {
     SegmentOptions::default()
@@ -147,6 +147,6 @@ async fn handles_and_shared_callers_never_get_the_same_value() {
 /// buffer's test of the same name).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_busy_handles_on_two_workers_all_get_values_throughout() {
-    use crate::segment::tests::{assert_all_served, busy_callers};
+    use crate::buffers::segment::tests::{assert_all_served, busy_callers};
     assert_all_served(busy_callers(true).await);
 }

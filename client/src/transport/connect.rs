@@ -4,16 +4,16 @@
 
 use std::sync::Arc;
 
-use crate::backend::Backend;
-use crate::cluster::{self, Cluster};
-use crate::deployment::{check, Deployment};
 use crate::error::{Error, Result};
-use crate::identity_guard::IdentityGuard;
-use crate::node::Node;
-use crate::node_set::NodeSet;
-use crate::sentinel::SentinelMaster;
-use crate::settings::Settings;
-use crate::topology::Topology;
+use crate::identity::deployment::{check, Deployment};
+use crate::identity::guard::IdentityGuard;
+use crate::transport::backend::Backend;
+use crate::transport::cluster::{self, Cluster};
+use crate::transport::node::Node;
+use crate::transport::node_set::NodeSet;
+use crate::transport::sentinel::SentinelMaster;
+use crate::transport::settings::Settings;
+use crate::transport::topology::Topology;
 
 /// The backend for `topology`, and the deployment its nodes form (see
 /// [`crate::Client::connect_with`]).
@@ -74,7 +74,7 @@ pub(crate) async fn connect(
     let mut unreachable = Vec::new();
     for member in &members {
         // The guard admits every node until the deployment is set below: here it only reads.
-        match crate::connection::admit_at(member, &settings, &guard).await {
+        match crate::transport::connection::admit_at(member, &settings, &guard).await {
             Ok(identity) => identities.push(identity),
             Err(Error::Transport(error)) => {
                 let address = member.addr().to_string();

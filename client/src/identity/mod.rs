@@ -11,9 +11,12 @@
 use std::collections::HashMap;
 
 use crate::commands::{build, names::IDGEN_IDENTITY};
-use crate::deployment::NodeIdentity;
 use crate::error::{Error, Result};
-use crate::identity_guard::IdentityGuard;
+
+pub(crate) mod deployment;
+pub(crate) mod guard;
+
+use {deployment::NodeIdentity, guard::IdentityGuard};
 
 /// Reads the identity of the node behind `connection` (whose address is `address`) and holds
 /// it to the deployment `guard` knows; the identity, if admitted. Before the deployment is

@@ -6,11 +6,11 @@
 
 use idgen_core::{SegmentRange, MAX_SEGMENT_COUNT, MAX_SNOWFLAKE_COUNT};
 
-use crate::backend::Backend;
+use crate::buffers::source::{IdSource, Pending};
 use crate::commands::build;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
-use crate::source::{IdSource, Pending};
+use crate::transport::backend::Backend;
 
 /// The backend calls go to, and the counters they update.
 pub(crate) struct Issuer {
