@@ -117,14 +117,7 @@ pub fn offline(args: &DecodeArgs) -> Result<u8, CliError> {
             })
         );
     } else {
-        println!("id        {id}");
-        println!(
-            "time      {} ({} ms)",
-            format_unix_ms(parts.unix_ms),
-            parts.unix_ms
-        );
-        println!("shard     {}", parts.shard);
-        println!("sequence  {}", parts.sequence);
+        print_fields(id, parts.unix_ms, parts.shard, parts.sequence);
         match offset {
             Some(offset) => println!("offset    {offset}"),
             None => println!(
@@ -143,6 +136,14 @@ pub fn offline(args: &DecodeArgs) -> Result<u8, CliError> {
         );
     }
     Ok(EXIT_OK)
+}
+
+/// The fields every decoded ID shows, one a line.
+fn print_fields(id: i64, unix_ms: u64, shard: u64, sequence: u64) {
+    println!("id        {id}");
+    println!("time      {} ({unix_ms} ms)", format_unix_ms(unix_ms));
+    println!("shard     {shard}");
+    println!("sequence  {sequence}");
 }
 
 /// Decodes with the layout of the deployment `target` names, and prints.
@@ -171,14 +172,7 @@ pub async fn run(target: &Target, args: &DecodeArgs, timeout: Duration) -> Resul
             })
         );
     } else {
-        println!("id        {id}");
-        println!(
-            "time      {} ({} ms)",
-            format_unix_ms(parts.unix_ms),
-            parts.unix_ms
-        );
-        println!("shard     {}", parts.shard);
-        println!("sequence  {}", parts.sequence);
+        print_fields(id, parts.unix_ms, parts.shard, parts.sequence);
         match leased {
             Some(worker) => println!(
                 "leased    worker id {worker} (made in a process holding a lease; offset does \

@@ -2,8 +2,9 @@
 //! own network namespace behind a link the nemesis can cut (or, without namespaces, all on
 //! 127.0.0.1 and no partitions).
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -118,7 +119,7 @@ pub struct Node {
     /// Its directory (configuration, log, AOF).
     pub dir: PathBuf,
     namespaces: bool,
-    child: Option<Child>,
+    process: Process,
     /// Module arguments a mistaken operator added (`offset 2`), used by the next start.
     mistake: Option<String>,
 }
@@ -158,7 +159,7 @@ impl Node {
             offset,
             dir,
             namespaces: network.namespaces,
-            child: None,
+            process: Process::default(),
             mistake: None,
         }
     }
@@ -195,18 +196,11 @@ impl Node {
     /// Starts the server (in its namespace) and waits until it answers PING. Does nothing
     /// if it runs already (two faults applied together may both restart the same node).
     pub fn start(&mut self) -> Result<(), String> {
-        if self.child.is_some() {
+        if self.process.running() {
             return Ok(());
         }
-        let mut command = if self.namespaces {
-            let mut command = Command::new("ip");
-            command
-                .args(["netns", "exec", &format!("soak-n{}", self.index)])
-                .arg(server_binary());
-            command
-        } else {
-            Command::new(server_binary())
-        };
+        let namespace = self.namespaces.then(|| format!("soak-n{}", self.index));
+        let mut command = Process::command(namespace, server_binary());
         let stderr = std::fs::File::create(self.dir.join("stderr.log")).expect("stderr.log");
         let child = command
             .arg(self.config_file()?)
@@ -215,11 +209,10 @@ impl Node {
             .stderr(stderr)
             .spawn()
             .map_err(|e| format!("spawn the server: {e}"))?;
-        self.child = Some(child);
+        self.process.set(child);
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
-            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
-                self.child = None;
+            if let Some(status) = self.process.exited() {
                 return Err(format!("{} exited at start ({status})", self.label));
             }
             let pong = self
@@ -240,23 +233,17 @@ impl Node {
 
     /// Whether the process runs (it may be stopped).
     pub fn running(&self) -> bool {
-        self.child.is_some()
+        self.process.running()
     }
 
     /// Sends `signal` to the process, if it runs.
     pub fn signal(&self, signal: libc::c_int) {
-        if let Some(child) = &self.child {
-            // SAFETY: signalling a process this program started and has not reaped.
-            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
-        }
+        self.process.signal(signal);
     }
 
     /// SIGKILL, and reaps the process.
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.process.kill();
     }
 
     /// `redis://host:port/`.
@@ -440,5 +427,57 @@ impl Sentinels {
                 })
                 .unwrap_or(false)
         })
+    }
+}
+
+/// A process the soak started (a data node or a lease holder): running (perhaps stopped),
+/// or none.
+#[derive(Debug, Default)]
+pub struct Process(Option<Child>);
+
+impl Process {
+    /// A command running `program`, in network namespace `namespace` when one is given.
+    pub fn command(namespace: Option<String>, program: impl AsRef<OsStr>) -> Command {
+        match namespace {
+            Some(namespace) => {
+                let mut command = Command::new("ip");
+                command.args(["netns", "exec", &namespace]).arg(program);
+                command
+            }
+            None => Command::new(program),
+        }
+    }
+
+    /// Keeps `child` as the running process.
+    pub fn set(&mut self, child: Child) {
+        self.0 = Some(child);
+    }
+
+    /// Whether a process runs (it may be stopped).
+    pub fn running(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Sends `signal` to the process, if one runs.
+    pub fn signal(&self, signal: libc::c_int) {
+        if let Some(child) = &self.0 {
+            // SAFETY: signalling a process this program started and has not reaped.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        }
+    }
+
+    /// SIGKILL, and reaps the process.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The exit status, if the process has exited (it is then forgotten).
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        let status = self.0.as_mut()?.try_wait().ok()??;
+        self.0 = None;
+        Some(status)
     }
 }

@@ -3,10 +3,10 @@
 //! theirs, and what they wrote: every ID issued, and when they could not issue.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::deployment::Network;
+use super::deployment::{Network, Process};
 
 /// The pool every holder leases from.
 pub const POOL: &str = "soak:lease-pool";
@@ -44,7 +44,7 @@ pub struct Holder {
     urls: Vec<String>,
     namespaces: bool,
     generation: u32,
-    child: Option<Child>,
+    process: Process,
     /// The current process's clock offset (ms).
     clock_offset_ms: i64,
 }
@@ -59,7 +59,7 @@ impl Holder {
             urls,
             namespaces: network.namespaces,
             generation: 0,
-            child: None,
+            process: Process::default(),
             clock_offset_ms: 0,
         }
     }
@@ -70,22 +70,15 @@ impl Holder {
 
     /// Starts a new process (a new generation) unless one runs.
     pub fn start(&mut self) -> Result<(), String> {
-        if self.child.is_some() {
+        if self.process.running() {
             return Ok(());
         }
         self.generation += 1;
         self.clock_offset_ms = 0;
         let dir = self.generation_dir();
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let mut command = if self.namespaces {
-            let mut command = Command::new("ip");
-            command
-                .args(["netns", "exec", &format!("soak-h{}", self.index)])
-                .arg(holder_binary());
-            command
-        } else {
-            Command::new(holder_binary())
-        };
+        let namespace = self.namespaces.then(|| format!("soak-h{}", self.index));
+        let mut command = Process::command(namespace, holder_binary());
         let stderr = std::fs::File::create(dir.join("stderr.log")).map_err(|e| e.to_string())?;
         let child = command
             .arg("--urls")
@@ -100,46 +93,37 @@ impl Holder {
             .stderr(stderr)
             .spawn()
             .map_err(|e| format!("spawn {}: {e}", holder_binary().display()))?;
-        self.child = Some(child);
+        self.process.set(child);
         Ok(())
     }
 
     /// Whether a process runs (it may be stopped).
     pub fn running(&self) -> bool {
-        self.child.is_some()
+        self.process.running()
     }
 
     /// Sends `signal` to the process, if one runs.
     pub fn signal(&self, signal: libc::c_int) {
-        if let Some(child) = &self.child {
-            // SAFETY: signalling a process this program started and has not reaped.
-            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
-        }
+        self.process.signal(signal);
     }
 
     /// SIGKILL, and reaps the process.
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.process.kill();
     }
 
     /// SIGTERM (the holder releases its lease and writes its figures), SIGKILL after 5 s.
     pub fn stop(&mut self) {
         self.signal(libc::SIGCONT);
         self.signal(libc::SIGTERM);
-        if let Some(mut child) = self.child.take() {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.process.running() && Instant::now() < deadline {
+            if self.process.exited().is_some() {
+                return;
             }
-            let _ = child.kill();
-            let _ = child.wait();
+            std::thread::sleep(Duration::from_millis(20));
         }
+        self.process.kill();
     }
 
     /// Steps the current process's generator clock by `step_ms` (added to the steps
