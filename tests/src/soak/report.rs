@@ -243,7 +243,8 @@ pub fn report(
     } else {
         clean && enough_faults && enough_traffic && leased.stalled.is_empty()
     };
-    if duplicates > 0 || verdict.wrong_class_count > 0 {
+    // A failed run keeps what explains it (a stalled holder's log, say), as does a duplicate.
+    if duplicates > 0 || verdict.wrong_class_count > 0 || !passed {
         match keep(options, history, verdict, log) {
             Ok(()) => println!("soak: history kept in {}", options.run_dir.display()),
             Err(e) => println!("soak: could not keep the history: {e}"),
