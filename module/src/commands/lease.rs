@@ -10,8 +10,8 @@ use idgen_core::{Grant, LeaseError, LeasePool, WorkerLease};
 use crate::commands::args::parse_options;
 use crate::commands::issuing::{refuse_on_conflict, refuse_on_replica};
 use crate::datatype::lease_pool::{set_worker_args, worker_from_fields, LeasePoolKey};
-use crate::ffi::call::{Arg, Call};
-use crate::ffi::keyspace::{Keyspace, Read, Write};
+use crate::ffi::call::Request;
+use crate::ffi::keyspace::{KeyRead, KeyWrite, Keys};
 use crate::ffi::refusal::Refusal;
 use crate::state::clock;
 use crate::state::instance;
@@ -22,7 +22,7 @@ use crate::state::stats;
 const MAX_HOLDER_LEN: usize = 256;
 
 /// `LEASE.ACQUIRE pool holder [DURATION ms]`: a free worker id and its window.
-pub fn acquire(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
+pub fn acquire<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
     let pool_name = call.arg(1);
     let holder = holder(call, 2)?;
     let duration = duration_units(call, 3)?;
@@ -39,7 +39,7 @@ pub fn acquire(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     }
     let identity = instance::config().identity;
     let now = leases::now_units();
-    let mut key = keys.open::<Write>(pool_name);
+    let mut key = keys.open_write(pool_name);
     let granted = match key.value_mut::<LeasePoolKey>()? {
         Some(existing) => grant(&mut existing.pool, holder, now, duration, identity)?,
         None => {
@@ -50,7 +50,7 @@ pub fn acquire(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
         }
     };
     stats::LEASE_GRANTS.add(1);
-    leases::note_pool_use(call.selected_db(), pool_name.bytes(), now);
+    leases::note_pool_use(call.selected_db(), call.arg_bytes(1), now);
     if granted.0.took_expired {
         stats::LEASE_EXPIRIES.add(1);
     }
@@ -84,7 +84,7 @@ fn grant(
 }
 
 /// `LEASE.RENEW pool worker holder [DURATION ms]`: extends the holder's window.
-pub fn renew(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
+pub fn renew<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
     let pool_name = call.arg(1);
     let worker = worker(call, 2)?;
     let holder = holder(call, 3)?;
@@ -93,7 +93,7 @@ pub fn renew(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     refuse_on_conflict(call)?;
     let rules = leases::setup().rules;
     let now = leases::now_units();
-    let mut key = keys.open::<Write>(pool_name);
+    let mut key = keys.open_write(pool_name);
     let Some(existing) = key.value_mut::<LeasePoolKey>()? else {
         return Err(refused(LeaseError::NotHeld { worker }));
     };
@@ -105,7 +105,7 @@ pub fn renew(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     .map_err(refused)?;
     let lease = existing.pool.lease(worker).expect("just renewed").clone();
     stats::LEASE_RENEWALS.add(1);
-    leases::note_pool_use(call.selected_db(), pool_name.bytes(), now);
+    leases::note_pool_use(call.selected_db(), call.arg_bytes(1), now);
     drop(key);
     replicate_worker(call, pool_name, &lease);
     reply_grant(call, &grant, holder);
@@ -114,7 +114,7 @@ pub fn renew(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
 
 /// `LEASE.RELEASE pool worker holder`: frees the worker id (its next holder still starts
 /// after the window's end).
-pub fn release(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
+pub fn release<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
     if call.argc() != 4 {
         return Err(Refusal::new(
             "ERR",
@@ -125,7 +125,7 @@ pub fn release(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let worker = worker(call, 2)?;
     let holder = holder(call, 3)?;
     refuse_on_replica(call)?;
-    let mut key = keys.open::<Write>(pool_name);
+    let mut key = keys.open_write(pool_name);
     let Some(existing) = key.value_mut::<LeasePoolKey>()? else {
         return Err(refused(LeaseError::NotHeld { worker }));
     };
@@ -138,8 +138,8 @@ pub fn release(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
 }
 
 /// `LEASE.LIST pool`: every worker id the pool granted, with holder, state and window.
-pub fn list(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
-    let key = keys.open::<Read>(call.arg(1));
+pub fn list<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
+    let key = keys.open_read(call.arg(1));
     let Some(existing) = key.value::<LeasePoolKey>()? else {
         call.reply_array(0);
         return Ok(());
@@ -183,7 +183,7 @@ pub fn list(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
 /// `LEASE.SETWORKER pool worker start end fence renewed holder`: how the other commands
 /// reach replicas and the AOF (an empty holder is a released worker id). Refused from
 /// clients: a window or fence set back by hand could overlap one already granted.
-pub fn set_worker(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
+pub fn set_worker<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
     if !call.is_replicated_or_loading() {
         return Err(Refusal::new(
             "ERR",
@@ -208,7 +208,7 @@ pub fn set_worker(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     }
     let lease = worker_from_fields(fields, call.arg_bytes(7));
     let pool_name = call.arg(1);
-    let mut key = keys.open::<Write>(pool_name);
+    let mut key = keys.open_write(pool_name);
     leases::with_fences(|fences| -> Result<(), Refusal> {
         match key.value_mut::<LeasePoolKey>()? {
             Some(existing) => existing.pool.put(lease.clone(), fences),
@@ -227,7 +227,7 @@ pub fn set_worker(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
 }
 
 /// Tells replicas and the AOF the worker id's new state.
-fn replicate_worker(call: &Call, pool_name: Arg<'_>, lease: &WorkerLease) {
+fn replicate_worker<R: Request>(call: &R, pool_name: R::Arg<'_>, lease: &WorkerLease) {
     let (fields, holder) = set_worker_args(lease);
     call.replicate_key_five_and_bytes(LEASE_SETWORKER.name, pool_name, fields, &holder);
 }
@@ -259,7 +259,7 @@ fn refused(error: LeaseError) -> Refusal {
 }
 
 /// The holder argument: 1 to 256 bytes.
-fn holder(call: &Call, index: usize) -> Result<&[u8], Refusal> {
+fn holder(call: &impl Request, index: usize) -> Result<&[u8], Refusal> {
     if index >= call.argc() {
         return Err(Refusal::new("ERR", "a holder name is needed"));
     }
@@ -278,7 +278,7 @@ fn holder(call: &Call, index: usize) -> Result<&[u8], Refusal> {
 }
 
 /// The worker id argument: an integer of 0 or more.
-fn worker(call: &Call, index: usize) -> Result<u64, Refusal> {
+fn worker(call: &impl Request, index: usize) -> Result<u64, Refusal> {
     if index >= call.argc() {
         return Err(Refusal::new("ERR", "a worker id is needed"));
     }
@@ -296,7 +296,7 @@ fn worker(call: &Call, index: usize) -> Result<u64, Refusal> {
 }
 
 /// `DURATION ms` (the longest lease when absent), in time units (at least one).
-fn duration_units(call: &Call, first: usize) -> Result<u64, Refusal> {
+fn duration_units(call: &impl Request, first: usize) -> Result<u64, Refusal> {
     let [duration] = parse_options(call, first)?;
     let setup = leases::setup();
     let ms = duration
@@ -330,7 +330,7 @@ fn unit_last_ms(unit: u64) -> u64 {
 
 /// The reply to a grant or renewal: the worker id, the window, and what a client needs to
 /// build IDs in it.
-fn reply_grant(call: &Call, grant: &Grant, holder: &[u8]) {
+fn reply_grant(call: &impl Request, grant: &Grant, holder: &[u8]) {
     let config = instance::config();
     let layout = config.layout;
     call.reply_map(13);

@@ -7,15 +7,15 @@ use idgen_core::KeyRecord;
 
 use crate::commands::issuing::refuse_on_replica;
 use crate::datatype::snowflake_key::SnowflakeKey;
-use crate::ffi::call::Call;
-use crate::ffi::keyspace::{Keyspace, Read, Write};
+use crate::ffi::call::Request;
+use crate::ffi::keyspace::{KeyRead, KeyWrite, Keys};
 use crate::ffi::refusal::Refusal;
 use crate::state::clock;
 use crate::state::instance;
 
 /// `SNOWFLAKE.BOUND key`: the key's bound (every ID issued for it is at most this), or nil.
-pub fn bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
-    let key = keys.open::<Read>(call.arg(1));
+pub fn bound<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
+    let key = keys.open_read(call.arg(1));
     match key.value::<SnowflakeKey>()? {
         Some(value) => call.reply_id(value.record.bound),
         None => call.reply_null(),
@@ -29,7 +29,7 @@ pub fn bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
 /// owner). From a client it is an operator's write: it only moves a bound forward, no
 /// further ahead than the drift bound, and records no owner — every instance then continues
 /// above it. `SNOWFLAKE.SETLAST key id`, its old name, does the same without an owner.
-pub fn set_bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
+pub fn set_bound<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
     let key_name = call.arg(1);
     let config = instance::config();
     let bound = call
@@ -62,7 +62,7 @@ pub fn set_bound(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
         }
     };
     refuse_on_replica(call)?;
-    let mut key = keys.open::<Write>(key_name);
+    let mut key = keys.open_write(key_name);
     let current = key.value::<SnowflakeKey>()?.map(|value| value.record.bound);
     if let Some(current) = current.filter(|&current| from_client && bound <= current) {
         return Err(Refusal::new(

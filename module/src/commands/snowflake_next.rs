@@ -10,8 +10,8 @@ use redis_module::raw;
 use crate::commands::args::parse_options;
 use crate::commands::issuing::{refuse_on_conflict, refuse_on_replica};
 use crate::datatype::snowflake_key::SnowflakeKey;
-use crate::ffi::call::{Arg, Call};
-use crate::ffi::keyspace::{Keyspace, Read, Write};
+use crate::ffi::call::Request;
+use crate::ffi::keyspace::{KeyRead, KeyWrite, Keys};
 use crate::ffi::refusal::Refusal;
 use crate::state::clock;
 use crate::state::instance;
@@ -20,7 +20,7 @@ use crate::state::pacing;
 use crate::state::stats;
 
 /// `SNOWFLAKE.NEXT key [COUNT n] [SHARD s] [FORMAT decimal|base32|base62]`
-pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
+pub fn next<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
     let key_name = call.arg(1);
     let options = NextOptions::parse(call)?;
     refuse_on_replica(call)?;
@@ -28,7 +28,7 @@ pub fn next(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     // Opened for reading: most calls issue within the key's bound as its owner and change
     // only the in-memory last ID, which is not data (not saved, replicated or digested), so
     // Redis need not learn of a change. A call that extends the bound reopens it to write.
-    let key = keys.open::<Read>(key_name);
+    let key = keys.open_read(key_name);
     let value = key.value::<SnowflakeKey>()?;
     if let (None, Some(value)) = (options.count, value) {
         if let Some(id) = issue_one_from_memory(value, options.shard) {
@@ -58,7 +58,7 @@ struct NextOptions {
 
 impl NextOptions {
     #[inline(always)]
-    fn parse(call: &Call) -> Result<Self, Refusal> {
+    fn parse(call: &impl Request) -> Result<Self, Refusal> {
         let [count, shard, format] = parse_options(call, 2)?;
         let shard = shard.and_then(OptionValue::integer);
         if let Some(shard) = shard.filter(|&shard| leases::reserved(shard)) {
@@ -142,14 +142,14 @@ fn issue_by_general_rule(
 /// Writes the key's extended bound (with the batch's last ID in memory), and sends it to
 /// replicas and the AOF before any ID under it is answered.
 #[inline(never)]
-fn write_bound(
-    call: &Call,
-    keys: &mut Keyspace<'_>,
-    key_name: Arg<'_>,
+fn write_bound<R: Request, K: Keys<R>>(
+    call: &R,
+    keys: &mut K,
+    key_name: R::Arg<'_>,
     extended: KeyRecord,
     last_id: u64,
 ) -> Result<(), Refusal> {
-    let mut key = keys.open::<Write>(key_name);
+    let mut key = keys.open_write(key_name);
     key.store(SnowflakeKey {
         record: extended,
         last_issued: Cell::new(Some(last_id)),
@@ -170,7 +170,7 @@ fn write_bound(
 
 /// Counts the batch in `INFO idgen` and replies with it: its one ID, or an array of them
 /// for `COUNT`.
-fn reply_batch(call: &Call, batch: &Batch, options: NextOptions) {
+fn reply_batch(call: &impl Request, batch: &Batch, options: NextOptions) {
     stats::SNOWFLAKE_CALLS.add(1);
     stats::SNOWFLAKE_IDS.add(batch.count);
     if batch.borrowed_ms != 0 {
