@@ -41,7 +41,7 @@ pub mod fake {
     use std::ffi::CStr;
 
     use idgen_core::commands::Command;
-    use idgen_core::{Config, IdFormat, Now};
+    use idgen_core::{Config, IdFormat};
     use redis_module::raw;
 
     use crate::ffi::call::Request;
@@ -49,7 +49,7 @@ pub mod fake {
     use crate::ffi::keyspace::{KeyKind, KeyRead, KeyWrite, Keys};
     use crate::ffi::main_thread::test_main::{self, MainThread};
     use crate::ffi::refusal::{wrong_type, Refusal};
-    use crate::state::{instance, leases, reservations};
+    use crate::state::{clock, instance, leases, reservations};
 
     /// Leased worker ids of the test instance: shard values 1020 to 1023.
     pub const LEASE_WORKERS: u64 = 4;
@@ -60,8 +60,14 @@ pub mod fake {
         static INSTALLED: std::sync::Once = std::sync::Once::new();
         INSTALLED.call_once(|| {
             let _main = test_main::become_main();
-            let config = Config::default();
-            instance::install(config, Now::from(1_800_000_000_000));
+            // No restart fence, and the clocks as they are: IDs start at the wall clock, so
+            // a test that moves a bound a little ahead does not make issuing pace (which
+            // logs through the server).
+            let config = Config {
+                restart_fence: false,
+                ..Config::default()
+            };
+            instance::install(config, clock::now());
             reservations::arm();
             leases::install(config, (LEASE_WORKERS, 10_000)).unwrap();
         });
