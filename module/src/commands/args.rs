@@ -197,7 +197,11 @@ pub mod fake {
             self.effect(format!("log {text}"));
         }
         fn replicate_key_value(&self, command: &CStr, key: &[u8], value: i64) {
-            self.effect(format!("replicate {} {} {value}", text(command), lossy(key)));
+            self.effect(format!(
+                "replicate {} {} {value}",
+                text(command),
+                lossy(key)
+            ));
         }
         fn replicate_key_values(&self, command: &CStr, key: &[u8], first: i64, second: i64) {
             let (command, key) = (text(command), lossy(key));
@@ -357,7 +361,8 @@ pub mod fake {
                 return Err(Refusal::new("ERR", "could not write the key"));
             }
             let digits = value.to_string().into_bytes();
-            self.keys.insert(self.name.clone(), FakeValue::String(digits));
+            self.keys
+                .insert(self.name.clone(), FakeValue::String(digits));
             Ok(())
         }
     }
@@ -394,7 +399,11 @@ pub mod fake {
         match handler(call, keys) {
             Ok(()) => call.replied(),
             Err(refusal) => {
-                assert!(call.replied().is_empty(), "replied before refusing: {}", call.replied());
+                assert!(
+                    call.replied().is_empty(),
+                    "replied before refusing: {}",
+                    call.replied()
+                );
                 format!("error {}", refusal.0)
             }
         }

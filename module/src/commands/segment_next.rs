@@ -88,8 +88,7 @@ fn write_ahead<R: Request, K: Keys<R>>(
         report_lowered(call, held, previous.handed_out_up_to(step), range.first);
     }
     let key_name = call.arg(1);
-    keys.open_write(key_name)
-        .set_integer(reservation.top())?;
+    keys.open_write(key_name).set_integer(reservation.top())?;
     reservations::store(db, key_bytes, reservation);
     if fence > 0 {
         stats::FENCES_APPLIED.add(1);
@@ -193,7 +192,9 @@ mod tests {
             let top: i64 = keys.string("seg:seeded").unwrap().parse().unwrap();
             assert!(value <= top, "{value} above the key's {top}");
             if !again.effected().is_empty() {
-                assert!(again.effected().starts_with(&format!("replicate SET seg:seeded {top};")));
+                assert!(again
+                    .effected()
+                    .starts_with(&format!("replicate SET seg:seeded {top};")));
             }
             last = value;
         }
@@ -204,7 +205,10 @@ mod tests {
         let _main = main_thread();
         let mut keys = FakeKeys::new();
         let expected = DEFAULT_SEGMENT_FENCE as i64 + 1;
-        assert_eq!(run(next, &call(&["seg:new"]), &mut keys), format!("int {expected}"));
+        assert_eq!(
+            run(next, &call(&["seg:new"]), &mut keys),
+            format!("int {expected}")
+        );
         assert!(keys.string("seg:new").is_some());
     }
 
@@ -223,7 +227,11 @@ mod tests {
             format!("bulk {}", base + 4)
         );
         assert_eq!(
-            run(next, &call(&["seg:count", "COUNT", "2", "FORMAT", "decimal"]), &mut keys),
+            run(
+                next,
+                &call(&["seg:count", "COUNT", "2", "FORMAT", "decimal"]),
+                &mut keys
+            ),
             format!("array 3, bulk {}, bulk {}, bulk 1", base + 5, base + 6)
         );
     }

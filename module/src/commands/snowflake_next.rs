@@ -262,9 +262,15 @@ mod tests {
         assert!(batch.windows(2).all(|pair| pair[0] < pair[1]), "{reply}");
         assert!(batch[2] <= record(&keys, "sf:count").bound);
         let text = run(next, &call(&["sf:count", "FORMAT", "base62"]), &mut keys);
-        let id = IdFormat::Base62.decode(text.strip_prefix("bulk ").unwrap()).unwrap();
+        let id = IdFormat::Base62
+            .decode(text.strip_prefix("bulk ").unwrap())
+            .unwrap();
         assert!(id > batch[2], "{id} after {batch:?}");
-        let batch = run(next, &call(&["sf:count", "COUNT", "2", "FORMAT", "decimal"]), &mut keys);
+        let batch = run(
+            next,
+            &call(&["sf:count", "COUNT", "2", "FORMAT", "decimal"]),
+            &mut keys,
+        );
         assert!(batch.starts_with("array 2, bulk "), "{batch}");
     }
 
@@ -274,7 +280,10 @@ mod tests {
         let mut keys = FakeKeys::new();
         let id = ids(&run(next, &call(&["sf:shard", "SHARD", "5"]), &mut keys))[0];
         let config = instance::config();
-        let parts = config.layout.decode(id as i64, config.identity.step).unwrap();
+        let parts = config
+            .layout
+            .decode(id as i64, config.identity.step)
+            .unwrap();
         assert_eq!(parts.shard, 5);
         let leased = call(&["sf:shard", "SHARD", "1020"]);
         assert_eq!(
@@ -327,15 +336,19 @@ mod tests {
         let mut keys = FakeKeys::new();
         let seen = ids(&run(next, &call(&["sf:elsewhere"]), &mut keys))[0];
         let bound = seen + (1 << 22);
-        keys.set_module("sf:elsewhere", SnowflakeKey::from_record(KeyRecord { bound, owner: 0 }));
+        keys.set_module(
+            "sf:elsewhere",
+            SnowflakeKey::from_record(KeyRecord { bound, owner: 0 }),
+        );
         let after = call(&["sf:elsewhere"]);
         let id = ids(&run(next, &after, &mut keys))[0];
         assert!(id > bound, "{id} not above {bound}");
         let written = record(&keys, "sf:elsewhere");
         assert_eq!(written.owner, instance::incarnation());
         assert!(id <= written.bound);
-        assert!(after
-            .effected()
-            .starts_with(&format!("replicate SNOWFLAKE.SETBOUND sf:elsewhere {} ", written.bound)));
+        assert!(after.effected().starts_with(&format!(
+            "replicate SNOWFLAKE.SETBOUND sf:elsewhere {} ",
+            written.bound
+        )));
     }
 }
