@@ -201,6 +201,31 @@ mod tests {
     }
 
     #[test]
+    fn test_threads_holding_the_main_thread_share_a_cell_and_others_are_refused() {
+        let cell = MainThreadCell::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                scope.spawn(|| {
+                    let _main = test_main::become_main();
+                    // Nested: the same thread, still the main thread.
+                    let _again = test_main::become_main();
+                    cell.with(|value| *value += 1);
+                });
+            }
+        });
+        let _main = test_main::become_main();
+        assert_eq!(cell.with(|value| *value), 2);
+        drop(_main);
+        let refused = std::thread::scope(|scope| {
+            scope
+                .spawn(|| cell.with(|value| *value = 7))
+                .join()
+                .is_err()
+        });
+        assert!(refused);
+    }
+
+    #[test]
     fn a_use_inside_a_use_panics_and_the_cell_stays_usable() {
         let cell = MainThreadCell::new(0);
         let inner = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
