@@ -153,6 +153,7 @@ mod tests {
     use super::next;
     use crate::commands::args::fake::{main_thread, run, FakeCall, FakeKeys};
     use crate::datatype::snowflake_key::SnowflakeKey;
+    use crate::state::{failback_marks, reservations};
 
     // Each test names its own keys: the instance's reservations are shared by the tests.
 
@@ -340,5 +341,31 @@ mod tests {
             )),
             "{effects}"
         );
+    }
+
+    /// After a full sync erased values this instance handed out (remembered when the sync
+    /// flushed the data), the key's next use as master continues above them, writes that
+    /// into the key, and forgets the mark.
+    #[test]
+    fn values_erased_by_a_full_sync_are_continued_above() {
+        let _main = main_thread();
+        let mut keys = FakeKeys::new();
+        let first: i64 = run(next, &call(&["seg:failback"]), &mut keys)
+            .strip_prefix("int ")
+            .unwrap()
+            .parse()
+            .unwrap();
+        // The sync: the mark, the reservation voided, the new master's lower value.
+        failback_marks::remember(0, b"seg:failback", first + 100);
+        reservations::void(0, b"seg:failback");
+        keys.set_string("seg:failback", "3");
+        let after = call(&["seg:failback"]);
+        assert_eq!(run(next, &after, &mut keys), format!("int {}", first + 101));
+        let top: i64 = keys.string("seg:failback").unwrap().parse().unwrap();
+        assert!(top > first + 100, "{top}");
+        assert!(after
+            .effected()
+            .starts_with(&format!("replicate SET seg:failback {top};")));
+        assert_eq!(failback_marks::get(0, b"seg:failback"), None);
     }
 }
