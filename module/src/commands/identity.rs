@@ -54,6 +54,6 @@ mod tests {
             "{replied}"
         );
         assert!(replied.contains("bulk time-bits, int 41, bulk shard-bits, int 10"));
-        assert!(replied.contains("bulk lease-workers, int 0, bulk version, bulk "));
+        assert!(replied.contains("bulk lease-workers, int 4, bulk version, bulk "));
     }
 }

@@ -1,6 +1,6 @@
 //! What every command that issues or records values checks before it does.
 
-use crate::ffi::call::Call;
+use crate::ffi::call::Request;
 use crate::ffi::refusal::Refusal;
 use crate::state::peer_identities;
 use crate::state::replica_role;
@@ -8,7 +8,7 @@ use crate::state::stats;
 
 /// Refuses to issue on a replica: only masters issue, so that a replica promoted later
 /// continues from its own offset without having handed anything out.
-pub fn refuse_on_replica(call: &Call) -> Result<(), Refusal> {
+pub fn refuse_on_replica(call: &impl Request) -> Result<(), Refusal> {
     if replica_role::may_be_replica() && call.is_replica() && !call.is_replicated_or_loading() {
         return Err(Refusal::new(
             "READONLY",
@@ -22,7 +22,7 @@ pub fn refuse_on_replica(call: &Call) -> Result<(), Refusal> {
 /// names this node under the `refuse` policy, or while it still compares identities after a
 /// start in a cluster: one load of a flag.
 #[inline(always)]
-pub fn refuse_on_conflict(call: &Call) -> Result<(), Refusal> {
+pub fn refuse_on_conflict(call: &impl Request) -> Result<(), Refusal> {
     if peer_identities::issuing_refused() {
         return refuse_for_conflict(call);
     }
@@ -31,7 +31,7 @@ pub fn refuse_on_conflict(call: &Call) -> Result<(), Refusal> {
 
 #[cold]
 #[inline(never)]
-fn refuse_for_conflict(call: &Call) -> Result<(), Refusal> {
+fn refuse_for_conflict(call: &impl Request) -> Result<(), Refusal> {
     if call.is_replicated_or_loading() {
         return Ok(());
     }

@@ -10,8 +10,8 @@ use idgen_core::{Grant, LeaseError, LeasePool, WorkerLease};
 use crate::commands::args::parse_options;
 use crate::commands::issuing::{refuse_on_conflict, refuse_on_replica};
 use crate::datatype::lease_pool::{set_worker_args, worker_from_fields, LeasePoolKey};
-use crate::ffi::call::{Arg, Call};
-use crate::ffi::keyspace::{Keyspace, Read, Write};
+use crate::ffi::call::Request;
+use crate::ffi::keyspace::{KeyRead, KeyWrite, Keys};
 use crate::ffi::refusal::Refusal;
 use crate::state::clock;
 use crate::state::instance;
@@ -22,7 +22,7 @@ use crate::state::stats;
 const MAX_HOLDER_LEN: usize = 256;
 
 /// `LEASE.ACQUIRE pool holder [DURATION ms]`: a free worker id and its window.
-pub fn acquire(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
+pub fn acquire<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
     let pool_name = call.arg(1);
     let holder = holder(call, 2)?;
     let duration = duration_units(call, 3)?;
@@ -39,7 +39,7 @@ pub fn acquire(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     }
     let identity = instance::config().identity;
     let now = leases::now_units();
-    let mut key = keys.open::<Write>(pool_name);
+    let mut key = keys.open_write(pool_name);
     let granted = match key.value_mut::<LeasePoolKey>()? {
         Some(existing) => grant(&mut existing.pool, holder, now, duration, identity)?,
         None => {
@@ -50,7 +50,7 @@ pub fn acquire(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
         }
     };
     stats::LEASE_GRANTS.add(1);
-    leases::note_pool_use(call.selected_db(), pool_name.bytes(), now);
+    leases::note_pool_use(call.selected_db(), call.arg_bytes(1), now);
     if granted.0.took_expired {
         stats::LEASE_EXPIRIES.add(1);
     }
@@ -84,7 +84,7 @@ fn grant(
 }
 
 /// `LEASE.RENEW pool worker holder [DURATION ms]`: extends the holder's window.
-pub fn renew(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
+pub fn renew<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
     let pool_name = call.arg(1);
     let worker = worker(call, 2)?;
     let holder = holder(call, 3)?;
@@ -93,7 +93,7 @@ pub fn renew(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     refuse_on_conflict(call)?;
     let rules = leases::setup().rules;
     let now = leases::now_units();
-    let mut key = keys.open::<Write>(pool_name);
+    let mut key = keys.open_write(pool_name);
     let Some(existing) = key.value_mut::<LeasePoolKey>()? else {
         return Err(refused(LeaseError::NotHeld { worker }));
     };
@@ -105,7 +105,7 @@ pub fn renew(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     .map_err(refused)?;
     let lease = existing.pool.lease(worker).expect("just renewed").clone();
     stats::LEASE_RENEWALS.add(1);
-    leases::note_pool_use(call.selected_db(), pool_name.bytes(), now);
+    leases::note_pool_use(call.selected_db(), call.arg_bytes(1), now);
     drop(key);
     replicate_worker(call, pool_name, &lease);
     reply_grant(call, &grant, holder);
@@ -114,7 +114,7 @@ pub fn renew(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
 
 /// `LEASE.RELEASE pool worker holder`: frees the worker id (its next holder still starts
 /// after the window's end).
-pub fn release(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
+pub fn release<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
     if call.argc() != 4 {
         return Err(Refusal::new(
             "ERR",
@@ -125,7 +125,7 @@ pub fn release(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     let worker = worker(call, 2)?;
     let holder = holder(call, 3)?;
     refuse_on_replica(call)?;
-    let mut key = keys.open::<Write>(pool_name);
+    let mut key = keys.open_write(pool_name);
     let Some(existing) = key.value_mut::<LeasePoolKey>()? else {
         return Err(refused(LeaseError::NotHeld { worker }));
     };
@@ -138,8 +138,8 @@ pub fn release(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
 }
 
 /// `LEASE.LIST pool`: every worker id the pool granted, with holder, state and window.
-pub fn list(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
-    let key = keys.open::<Read>(call.arg(1));
+pub fn list<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
+    let key = keys.open_read(call.arg(1));
     let Some(existing) = key.value::<LeasePoolKey>()? else {
         call.reply_array(0);
         return Ok(());
@@ -183,7 +183,7 @@ pub fn list(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
 /// `LEASE.SETWORKER pool worker start end fence renewed holder`: how the other commands
 /// reach replicas and the AOF (an empty holder is a released worker id). Refused from
 /// clients: a window or fence set back by hand could overlap one already granted.
-pub fn set_worker(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
+pub fn set_worker<R: Request, K: Keys<R>>(call: &R, keys: &mut K) -> Result<(), Refusal> {
     if !call.is_replicated_or_loading() {
         return Err(Refusal::new(
             "ERR",
@@ -208,7 +208,7 @@ pub fn set_worker(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
     }
     let lease = worker_from_fields(fields, call.arg_bytes(7));
     let pool_name = call.arg(1);
-    let mut key = keys.open::<Write>(pool_name);
+    let mut key = keys.open_write(pool_name);
     leases::with_fences(|fences| -> Result<(), Refusal> {
         match key.value_mut::<LeasePoolKey>()? {
             Some(existing) => existing.pool.put(lease.clone(), fences),
@@ -227,7 +227,7 @@ pub fn set_worker(call: &Call, keys: &mut Keyspace<'_>) -> Result<(), Refusal> {
 }
 
 /// Tells replicas and the AOF the worker id's new state.
-fn replicate_worker(call: &Call, pool_name: Arg<'_>, lease: &WorkerLease) {
+fn replicate_worker<R: Request>(call: &R, pool_name: R::Arg<'_>, lease: &WorkerLease) {
     let (fields, holder) = set_worker_args(lease);
     call.replicate_key_five_and_bytes(LEASE_SETWORKER.name, pool_name, fields, &holder);
 }
@@ -259,7 +259,7 @@ fn refused(error: LeaseError) -> Refusal {
 }
 
 /// The holder argument: 1 to 256 bytes.
-fn holder(call: &Call, index: usize) -> Result<&[u8], Refusal> {
+fn holder(call: &impl Request, index: usize) -> Result<&[u8], Refusal> {
     if index >= call.argc() {
         return Err(Refusal::new("ERR", "a holder name is needed"));
     }
@@ -278,7 +278,7 @@ fn holder(call: &Call, index: usize) -> Result<&[u8], Refusal> {
 }
 
 /// The worker id argument: an integer of 0 or more.
-fn worker(call: &Call, index: usize) -> Result<u64, Refusal> {
+fn worker(call: &impl Request, index: usize) -> Result<u64, Refusal> {
     if index >= call.argc() {
         return Err(Refusal::new("ERR", "a worker id is needed"));
     }
@@ -296,7 +296,7 @@ fn worker(call: &Call, index: usize) -> Result<u64, Refusal> {
 }
 
 /// `DURATION ms` (the longest lease when absent), in time units (at least one).
-fn duration_units(call: &Call, first: usize) -> Result<u64, Refusal> {
+fn duration_units(call: &impl Request, first: usize) -> Result<u64, Refusal> {
     let [duration] = parse_options(call, first)?;
     let setup = leases::setup();
     let ms = duration
@@ -330,7 +330,7 @@ fn unit_last_ms(unit: u64) -> u64 {
 
 /// The reply to a grant or renewal: the worker id, the window, and what a client needs to
 /// build IDs in it.
-fn reply_grant(call: &Call, grant: &Grant, holder: &[u8]) {
+fn reply_grant(call: &impl Request, grant: &Grant, holder: &[u8]) {
     let config = instance::config();
     let layout = config.layout;
     call.reply_map(13);
@@ -360,4 +360,240 @@ fn reply_grant(call: &Call, grant: &Grant, holder: &[u8]) {
     call.reply_integer(i64::from(layout.sequence_bits));
     call.reply_bulk("max_lease_ms");
     call.reply_integer(leases::setup().max_ms as i64);
+}
+
+#[cfg(test)]
+mod tests {
+    use idgen_core::commands::{
+        Command, LEASE_ACQUIRE, LEASE_LIST, LEASE_RELEASE, LEASE_RENEW, LEASE_SETWORKER,
+    };
+    use idgen_core::LeaseFences;
+
+    use super::{acquire, list, release, renew, set_worker};
+    use crate::commands::args::fake::{main_thread, run, FakeCall, FakeKeys, LEASE_WORKERS};
+    use crate::datatype::lease_pool::LeasePoolKey;
+    use crate::state::leases;
+
+    // The test instance leases shard values 1020 to 1023. Its fences are shared: each test
+    // clears them (as if the instance had run longer than max-drift-ms + lease-max-ms).
+
+    fn call(command: &'static Command, args: &[&str]) -> FakeCall {
+        FakeCall::new(command, args)
+    }
+
+    fn clear_fences() {
+        leases::with_fences(|fences| *fences = LeaseFences::new());
+    }
+
+    /// The start of a grant's reply, up to its window.
+    fn granted(worker: u64, holder: &str) -> String {
+        format!(
+            "map 13, bulk worker, int {worker}, bulk holder, bulk {holder}, bulk start_unit, int "
+        )
+    }
+
+    #[test]
+    fn a_lease_is_fenced_after_a_start_then_granted_renewed_listed_and_released() {
+        let _main = main_thread();
+        let mut keys = FakeKeys::new();
+        leases::fence_all();
+        let fenced = call(&LEASE_ACQUIRE, &["lp:flow", "h1"]);
+        let reply = run(acquire, &fenced, &mut keys);
+        assert!(
+            reply.starts_with(
+                "error EXHAUSTED no worker id free: 0 of this instance's 4 worker ids are held \
+                 and the others are fenced"
+            ),
+            "{reply}"
+        );
+        assert!(keys.keys.is_empty(), "a refused grant created the pool");
+        clear_fences();
+        let first = call(&LEASE_ACQUIRE, &["lp:flow", "h1"]);
+        let reply = run(acquire, &first, &mut keys);
+        assert!(reply.starts_with(&granted(1020, "h1")), "{reply}");
+        assert!(reply.ends_with("bulk max_lease_ms, int 10000"), "{reply}");
+        let effects = first.effected();
+        assert!(
+            effects.starts_with("replicate LEASE.SETWORKER lp:flow 1020 "),
+            "{effects}"
+        );
+        assert!(effects.ends_with(" h1"), "{effects}");
+        let second = call(&LEASE_ACQUIRE, &["lp:flow", "h2", "DURATION", "500"]);
+        assert!(run(acquire, &second, &mut keys).starts_with(&granted(1021, "h2")));
+        let renewed = call(&LEASE_RENEW, &["lp:flow", "1020", "h1"]);
+        assert!(run(renew, &renewed, &mut keys).starts_with(&granted(1020, "h1")));
+        assert!(renewed
+            .effected()
+            .starts_with("replicate LEASE.SETWORKER lp:flow 1020 "));
+        let listed = run(list, &call(&LEASE_LIST, &["lp:flow"]), &mut keys);
+        assert!(
+            listed.starts_with(
+                "array 2, map 8, bulk worker, int 1020, bulk holder, bulk h1, bulk state, bulk \
+                 held, bulk start_unix_ms, int "
+            ),
+            "{listed}"
+        );
+        assert!(
+            listed.contains("map 8, bulk worker, int 1021, bulk holder, bulk h2"),
+            "{listed}"
+        );
+        let released = call(&LEASE_RELEASE, &["lp:flow", "1020", "h1"]);
+        assert_eq!(run(release, &released, &mut keys), "simple OK");
+        // Replicated with an empty holder: a released worker id.
+        let effects = released.effected();
+        assert!(
+            effects.starts_with("replicate LEASE.SETWORKER lp:flow 1020 "),
+            "{effects}"
+        );
+        assert!(effects.ends_with(' '), "{effects}");
+        let listed = run(list, &call(&LEASE_LIST, &["lp:flow"]), &mut keys);
+        assert!(
+            listed.contains("bulk holder, null, bulk state, bulk released"),
+            "{listed}"
+        );
+        let not_held = "error NOTHELD worker id 1020 is not held by this holder in this pool; \
+                        acquire a lease";
+        assert_eq!(
+            run(
+                release,
+                &call(&LEASE_RELEASE, &["lp:flow", "1020", "h1"]),
+                &mut keys
+            ),
+            not_held
+        );
+        assert_eq!(
+            run(
+                renew,
+                &call(&LEASE_RENEW, &["lp:flow", "1020", "h1"]),
+                &mut keys
+            ),
+            not_held
+        );
+        assert_eq!(
+            run(list, &call(&LEASE_LIST, &["lp:none"]), &mut keys),
+            "array 0"
+        );
+    }
+
+    #[test]
+    fn each_worker_id_is_granted_once_then_the_pool_is_exhausted() {
+        let _main = main_thread();
+        clear_fences();
+        let mut keys = FakeKeys::new();
+        for worker in 0..LEASE_WORKERS {
+            let holder = format!("holder{worker}");
+            let reply = run(
+                acquire,
+                &call(&LEASE_ACQUIRE, &["lp:full", &holder]),
+                &mut keys,
+            );
+            assert!(
+                reply.starts_with(&granted(1020 + worker, &holder)),
+                "{reply}"
+            );
+        }
+        let refused = call(&LEASE_ACQUIRE, &["lp:full", "late"]);
+        let reply = run(acquire, &refused, &mut keys);
+        assert!(
+            reply.starts_with("error EXHAUSTED no worker id free: 4 of this instance's 4"),
+            "{reply}"
+        );
+        assert_eq!(refused.effected(), "");
+        let pool = &keys.module::<LeasePoolKey>("lp:full").unwrap().pool;
+        assert_eq!(pool.leases().count(), 4);
+    }
+
+    #[test]
+    fn bad_arguments_wrong_types_and_replicas_are_refused() {
+        let _main = main_thread();
+        clear_fences();
+        let mut keys = FakeKeys::new();
+        keys.set_string("lp:text", "1");
+        let long = "h".repeat(257);
+        let wrong_type = "error WRONGTYPE Operation against a key holding the wrong kind of value";
+        for (handler, command, args, refusal) in [
+            (
+                acquire as fn(&FakeCall, &mut FakeKeys) -> _,
+                &LEASE_ACQUIRE,
+                &["lp:bad", "h", "DURATION", "50000"][..],
+                "error ERR DURATION 50000 ms is above idgen.lease-max-ms (10000 ms)",
+            ),
+            (
+                acquire,
+                &LEASE_ACQUIRE,
+                &["lp:bad", ""],
+                "error ERR the holder must be 1 to 256 bytes, unique per process (such as \
+                 host:pid:random); got 0 bytes",
+            ),
+            (
+                acquire,
+                &LEASE_ACQUIRE,
+                &["lp:bad", &long],
+                "error ERR the holder must be 1 to 256 bytes, unique per process (such as \
+                 host:pid:random); got 257 bytes",
+            ),
+            (
+                renew,
+                &LEASE_RENEW,
+                &["lp:bad", "x", "h"],
+                "error ERR the worker id must be an integer of 0 or more, got 'x'",
+            ),
+            (
+                release,
+                &LEASE_RELEASE,
+                &["lp:bad", "-1", "h"],
+                "error ERR the worker id must be an integer of 0 or more, got '-1'",
+            ),
+            (acquire, &LEASE_ACQUIRE, &["lp:text", "h"], wrong_type),
+            (list, &LEASE_LIST, &["lp:text"], wrong_type),
+        ] {
+            let refused = call(command, args);
+            assert_eq!(run(handler, &refused, &mut keys), refusal);
+            assert_eq!(refused.effected(), "");
+        }
+        let on_replica = call(&LEASE_ACQUIRE, &["lp:bad", "h"]).on_replica();
+        assert_eq!(
+            run(acquire, &on_replica, &mut keys),
+            "error READONLY this instance is a replica; IDs are issued only by masters"
+        );
+        assert!(keys.module::<LeasePoolKey>("lp:bad").is_none());
+        assert_eq!(keys.string("lp:text").as_deref(), Some("1"));
+    }
+
+    /// `LEASE.SETWORKER` is how grants reach replicas and the AOF: refused from clients,
+    /// applied (and passed on) from replication.
+    #[test]
+    fn set_worker_is_refused_from_clients_and_applied_from_replication() {
+        let _main = main_thread();
+        clear_fences();
+        let mut keys = FakeKeys::new();
+        let args = ["lp:replicated", "1022", "100", "200", "200", "100", "h9"];
+        let from_client = call(&LEASE_SETWORKER, &args);
+        assert_eq!(
+            run(set_worker, &from_client, &mut keys),
+            "error ERR LEASE.SETWORKER is written by replication and the AOF only; clients use \
+             LEASE.ACQUIRE, LEASE.RENEW and LEASE.RELEASE"
+        );
+        assert!(keys.keys.is_empty());
+        let replicated = call(&LEASE_SETWORKER, &args).replicated();
+        assert_eq!(run(set_worker, &replicated, &mut keys), "simple OK");
+        assert_eq!(
+            replicated.effected(),
+            "replicate LEASE.SETWORKER lp:replicated 1022 100 200 200 100 h9"
+        );
+        let listed = run(list, &call(&LEASE_LIST, &["lp:replicated"]), &mut keys);
+        assert!(
+            listed.starts_with("array 1, map 8, bulk worker, int 1022, bulk holder, bulk h9"),
+            "{listed}"
+        );
+        let bad = ["lp:replicated", "1022", "x", "200", "200", "100", "h9"];
+        assert_eq!(
+            run(
+                set_worker,
+                &call(&LEASE_SETWORKER, &bad).replicated(),
+                &mut keys
+            ),
+            "error ERR LEASE.SETWORKER takes non-negative integers"
+        );
+    }
 }

@@ -17,20 +17,20 @@ fn count_error() {
 
 command_table! {
     on_error: count_error;
-    snowflake_next_entry: SNOWFLAKE_NEXT => snowflake_next::next,
-    segment_next_entry: SEGMENT_NEXT => segment_next::next,
+    snowflake_next_entry: SNOWFLAKE_NEXT => |call, keys| snowflake_next::next(call, keys),
+    segment_next_entry: SEGMENT_NEXT => |call, keys| segment_next::next(call, keys),
     decode_entry: SNOWFLAKE_DECODE => |call, _| decode::decode(call),
     range_entry: SNOWFLAKE_RANGE => |call, _| compose::range(call),
     compose_entry: SNOWFLAKE_COMPOSE => |call, _| compose::compose(call),
     identity_entry: IDGEN_IDENTITY => |call, _| identity::identity(call),
-    bound_entry: SNOWFLAKE_BOUND => snowflake_bound::bound,
-    set_bound_entry: SNOWFLAKE_SETBOUND => snowflake_bound::set_bound,
-    set_last_entry: SNOWFLAKE_SETLAST => snowflake_bound::set_bound,
-    lease_acquire_entry: LEASE_ACQUIRE => lease::acquire,
-    lease_renew_entry: LEASE_RENEW => lease::renew,
-    lease_release_entry: LEASE_RELEASE => lease::release,
-    lease_list_entry: LEASE_LIST => lease::list,
-    lease_set_worker_entry: LEASE_SETWORKER => lease::set_worker,
+    bound_entry: SNOWFLAKE_BOUND => |call, keys| snowflake_bound::bound(call, keys),
+    set_bound_entry: SNOWFLAKE_SETBOUND => |call, keys| snowflake_bound::set_bound(call, keys),
+    set_last_entry: SNOWFLAKE_SETLAST => |call, keys| snowflake_bound::set_bound(call, keys),
+    lease_acquire_entry: LEASE_ACQUIRE => |call, keys| lease::acquire(call, keys),
+    lease_renew_entry: LEASE_RENEW => |call, keys| lease::renew(call, keys),
+    lease_release_entry: LEASE_RELEASE => |call, keys| lease::release(call, keys),
+    lease_list_entry: LEASE_LIST => |call, keys| lease::list(call, keys),
+    lease_set_worker_entry: LEASE_SETWORKER => |call, keys| lease::set_worker(call, keys),
 }
 
 /// Creates every command; fails on the first that cannot be created.

@@ -15,8 +15,10 @@ use redis_module::{raw, Context, ContextFlags};
 use crate::ffi::connected_clients;
 use crate::ffi::refusal::Refusal;
 
-/// What a handler reads from a call and replies to it: the running [`Call`], or a stand-in
-/// that records the replies in unit tests, so handlers are tested without a server.
+/// What a handler reads from a call, replies to it and tells replicas: the running [`Call`],
+/// or a stand-in that records all of it in unit tests, so handlers are tested without a
+/// server. Handlers take it as a type parameter (static dispatch: the module's build runs
+/// `Call`'s own inlined methods).
 pub trait Request {
     /// The running command's declaration.
     fn command(&self) -> &'static Command;
@@ -36,6 +38,46 @@ pub trait Request {
     fn reply_map(&self, len: usize);
     /// Replies with a snowflake ID, as an integer (a string in scripts) or in `format`.
     fn reply_id_in(&self, id: u64, format: Option<IdFormat>);
+    /// Replies with a snowflake ID, as an integer (a string in scripts).
+    #[inline(always)]
+    fn reply_id(&self, id: u64) {
+        self.reply_id_in(id, None)
+    }
+    /// Replies with a simple string such as `OK`.
+    fn reply_simple(&self, text: &CStr);
+    /// Replies with a null.
+    fn reply_null(&self);
+
+    /// An argument as the call holds it: what a keyspace opens a key by, and what is
+    /// replicated.
+    type Arg<'a>: Copy
+    where
+        Self: 'a;
+    /// Argument `index` (below `argc`).
+    fn arg(&self, index: usize) -> Self::Arg<'_>;
+    /// The database the calling client has selected.
+    fn selected_db(&self) -> i32;
+    /// Whether this instance is a replica.
+    fn is_replica(&self) -> bool;
+    /// Whether the call comes from the master's replication stream or from loading a file.
+    fn is_replicated_or_loading(&self) -> bool;
+    /// Writes `text` to the server log at warning level.
+    fn log_warning(&self, text: &str);
+    /// Propagates `command key value` to replicas and the AOF, in place of this call.
+    fn replicate_key_value(&self, command: &CStr, key: Self::Arg<'_>, value: i64);
+    /// Propagates `command key first second` to replicas and the AOF, in place of this call.
+    fn replicate_key_values(&self, command: &CStr, key: Self::Arg<'_>, first: i64, second: i64);
+    /// Propagates `command key i0 i1 i2 i3 i4 bytes` to replicas and the AOF, in place of
+    /// this call.
+    fn replicate_key_five_and_bytes(
+        &self,
+        command: &CStr,
+        key: Self::Arg<'_>,
+        ints: [i64; 5],
+        bytes: &[u8],
+    );
+    /// Fires the command's keyspace notification (its declared event) of `class` for `key`.
+    fn notify(&self, class: raw::NotifyEvent, key: Self::Arg<'_>);
 }
 
 impl Request for Call {
@@ -66,6 +108,52 @@ impl Request for Call {
     #[inline(always)]
     fn reply_id_in(&self, id: u64, format: Option<IdFormat>) {
         Call::reply_id_in(self, id, format)
+    }
+    #[inline(always)]
+    fn reply_id(&self, id: u64) {
+        Call::reply_id(self, id)
+    }
+    fn reply_simple(&self, text: &CStr) {
+        Call::reply_simple(self, text)
+    }
+    fn reply_null(&self) {
+        Call::reply_null(self)
+    }
+
+    type Arg<'a> = Arg<'a>;
+    #[inline(always)]
+    fn arg(&self, index: usize) -> Arg<'_> {
+        Call::arg(self, index)
+    }
+    fn selected_db(&self) -> i32 {
+        Call::selected_db(self)
+    }
+    fn is_replica(&self) -> bool {
+        Call::is_replica(self)
+    }
+    fn is_replicated_or_loading(&self) -> bool {
+        Call::is_replicated_or_loading(self)
+    }
+    fn log_warning(&self, text: &str) {
+        Call::log_warning(self, text)
+    }
+    fn replicate_key_value(&self, command: &CStr, key: Arg<'_>, value: i64) {
+        Call::replicate_key_value(self, command, key, value)
+    }
+    fn replicate_key_values(&self, command: &CStr, key: Arg<'_>, first: i64, second: i64) {
+        Call::replicate_key_values(self, command, key, first, second)
+    }
+    fn replicate_key_five_and_bytes(
+        &self,
+        command: &CStr,
+        key: Arg<'_>,
+        ints: [i64; 5],
+        bytes: &[u8],
+    ) {
+        Call::replicate_key_five_and_bytes(self, command, key, ints, bytes)
+    }
+    fn notify(&self, class: raw::NotifyEvent, key: Arg<'_>) {
+        Call::notify(self, class, key)
     }
 }
 

@@ -20,7 +20,7 @@ use std::ptr::NonNull;
 
 use redis_module::raw;
 
-use crate::ffi::call::Arg;
+use crate::ffi::call::{Arg, Call, Request};
 use crate::ffi::data_type::ModuleDataType;
 use crate::ffi::refusal::{wrong_type, Refusal};
 
@@ -63,6 +63,103 @@ pub enum KeyKind {
     Module,
     /// Any other Redis type.
     Other,
+}
+
+/// A key opened by a command, as handlers read it: a [`Key`] of the running command, or an
+/// in-memory stand-in in unit tests.
+pub trait KeyRead {
+    /// The key's value if it holds a `T`; `None` if it is empty; WRONGTYPE otherwise.
+    fn value<T: ModuleDataType>(&self) -> Result<Option<&T>, Refusal>;
+    /// The key's string: `Ok(Some(bytes))` if it holds a string, `Ok(None)` if it is
+    /// empty, and its kind if it holds anything else.
+    fn string(&self) -> Result<Option<&[u8]>, KeyKind>;
+}
+
+/// A key opened to write, as handlers change it.
+pub trait KeyWrite: KeyRead {
+    /// The key's value, to change in place, if it holds a `T`; `None` if it is empty;
+    /// WRONGTYPE otherwise.
+    fn value_mut<T: ModuleDataType>(&mut self) -> Result<Option<&mut T>, Refusal>;
+    /// Stores `value` as the key's value: in place if the key holds a `T`, as a new value
+    /// if it is empty; WRONGTYPE otherwise.
+    fn store<T: ModuleDataType>(&mut self, value: T) -> Result<(), Refusal>;
+    /// Replaces the key's value with the integer `value` as a Redis string (dropping any
+    /// TTL); refused for a key of another type.
+    fn set_integer(&mut self, value: i64) -> Result<(), Refusal>;
+}
+
+/// The keys a handler opens, named by arguments of its call `R`: the running command's
+/// [`Keyspace`], or an in-memory stand-in in unit tests. Opening borrows the keyspace
+/// mutably, so a handler holds one key at a time. Handlers take it as a type parameter
+/// (static dispatch).
+pub trait Keys<R: Request + ?Sized> {
+    /// A key opened for reading.
+    type Read<'k>: KeyRead
+    where
+        Self: 'k;
+    /// A key opened for reading and writing.
+    type Write<'k>: KeyWrite
+    where
+        Self: 'k;
+    /// Opens the key named by `name` for reading.
+    fn open_read<'a>(&mut self, name: R::Arg<'a>) -> Self::Read<'_>
+    where
+        R: 'a;
+    /// Opens the key named by `name` for reading and writing.
+    fn open_write<'a>(&mut self, name: R::Arg<'a>) -> Self::Write<'_>
+    where
+        R: 'a;
+}
+
+impl Keys<Call> for Keyspace<'_> {
+    type Read<'k>
+        = Key<'k, Read>
+    where
+        Self: 'k;
+    type Write<'k>
+        = Key<'k, Write>
+    where
+        Self: 'k;
+    #[inline(always)]
+    fn open_read<'a>(&mut self, name: Arg<'a>) -> Key<'_, Read>
+    where
+        Call: 'a,
+    {
+        self.open::<Read>(name)
+    }
+    #[inline(always)]
+    fn open_write<'a>(&mut self, name: Arg<'a>) -> Key<'_, Write>
+    where
+        Call: 'a,
+    {
+        self.open::<Write>(name)
+    }
+}
+
+impl<M: Mode> KeyRead for Key<'_, M> {
+    #[inline(always)]
+    fn value<T: ModuleDataType>(&self) -> Result<Option<&T>, Refusal> {
+        Key::value(self)
+    }
+    #[inline(always)]
+    fn string(&self) -> Result<Option<&[u8]>, KeyKind> {
+        Key::string(self)
+    }
+}
+
+impl KeyWrite for Key<'_, Write> {
+    #[inline(always)]
+    fn value_mut<T: ModuleDataType>(&mut self) -> Result<Option<&mut T>, Refusal> {
+        Key::value_mut(self)
+    }
+    #[inline(always)]
+    fn store<T: ModuleDataType>(&mut self, value: T) -> Result<(), Refusal> {
+        Key::store(self, value)
+    }
+    #[inline(always)]
+    fn set_integer(&mut self, value: i64) -> Result<(), Refusal> {
+        Key::set_integer(self, value)
+    }
 }
 
 /// The keys of the running command. There is one per call (made by the command dispatcher),

@@ -31,10 +31,80 @@ pub struct MainThreadCell<T> {
 unsafe impl<T: Send> Sync for MainThreadCell<T> {}
 
 /// The calling thread's identity: its `pthread_t` (the address of its descriptor, never 0).
+#[cfg(not(test))]
 #[inline]
 fn current_thread() -> usize {
+    os_thread()
+}
+
+/// The calling thread's `pthread_t`.
+#[inline]
+fn os_thread() -> usize {
     // SAFETY: pthread_self has no preconditions and cannot fail.
     unsafe { libc::pthread_self() as usize }
+}
+
+/// In unit tests, a test thread holding [`test_main::MainThread`] counts as the main thread.
+#[cfg(test)]
+fn current_thread() -> usize {
+    if test_main::HELD.get() {
+        test_main::MAIN
+    } else {
+        os_thread()
+    }
+}
+
+/// The main thread of unit tests.
+///
+/// The module's state belongs to the first thread that uses it, and the test harness runs
+/// each `#[test]` on a thread of its own: without this, only the first test to touch the
+/// instance's sequence, reservations or lease fences could use them. A test that runs
+/// handlers takes [`MainThread`] first; while it is held the test's thread is *the* main
+/// thread for every cell (one identity, never a `pthread_t`), and no other test holds it,
+/// so the cells are still used by one thread at a time, each use ordered after the last by
+/// the lock. Tests without it keep their own thread's identity (the tests below rely on
+/// that). Chosen over one `#[test]` running every keyed case in sequence so that each case
+/// fails, and is named, on its own.
+#[cfg(test)]
+pub mod test_main {
+    use std::cell::Cell;
+    use std::sync::{Mutex, MutexGuard};
+
+    /// The identity of the tests' main thread: no `pthread_t` is 1.
+    pub(super) const MAIN: usize = 1;
+
+    static LOCK: Mutex<()> = Mutex::new(());
+
+    thread_local! {
+        /// Whether this thread holds [`LOCK`] through a [`MainThread`].
+        pub(super) static HELD: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// While alive, the calling test's thread is the module's main thread.
+    pub struct MainThread {
+        guard: Option<MutexGuard<'static, ()>>,
+    }
+
+    /// Makes the calling thread the module's main thread until the value drops (waiting
+    /// for another test to drop its own); nested calls on one thread are free.
+    pub fn become_main() -> MainThread {
+        if HELD.get() {
+            return MainThread { guard: None };
+        }
+        // A test that failed while holding it poisons the lock; its cells are still whole
+        // (a use that unwinds releases its cell), so the next test goes on.
+        let guard = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        HELD.set(true);
+        MainThread { guard: Some(guard) }
+    }
+
+    impl Drop for MainThread {
+        fn drop(&mut self) {
+            if self.guard.is_some() {
+                HELD.set(false);
+            }
+        }
+    }
 }
 
 impl<T> MainThreadCell<T> {
@@ -128,6 +198,31 @@ mod tests {
         let refused =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cell.with(|value| *value)));
         assert!(refused.is_err());
+    }
+
+    #[test]
+    fn test_threads_holding_the_main_thread_share_a_cell_and_others_are_refused() {
+        let cell = MainThreadCell::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                scope.spawn(|| {
+                    let _main = test_main::become_main();
+                    // Nested: the same thread, still the main thread.
+                    let _again = test_main::become_main();
+                    cell.with(|value| *value += 1);
+                });
+            }
+        });
+        let _main = test_main::become_main();
+        assert_eq!(cell.with(|value| *value), 2);
+        drop(_main);
+        let refused = std::thread::scope(|scope| {
+            scope
+                .spawn(|| cell.with(|value| *value = 7))
+                .join()
+                .is_err()
+        });
+        assert!(refused);
     }
 
     #[test]
