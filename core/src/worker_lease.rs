@@ -62,7 +62,7 @@ impl LeaseBand {
     /// Whether `shard` is a leased worker id.
     #[inline]
     pub fn contains(&self, shard: u64) -> bool {
-        self.count > 0 && shard >= self.first
+        shard >= self.first && shard - self.first < self.count
     }
 
     /// The last reserved shard value, if any.
@@ -513,6 +513,8 @@ mod tests {
         let band = band();
         assert_eq!((band.first, band.count, band.last()), (1020, 4, Some(1023)));
         assert!(band.contains(1020) && band.contains(1023) && !band.contains(1019));
+        // Past the shard field is out of range, not leased (a separate refusal says so).
+        assert!(!band.contains(1024));
         let off = LeaseBand::new(&Layout::default(), 0).unwrap();
         assert!(!off.contains(1023) && off.last().is_none());
         assert!(LeaseBand::new(&Layout::default(), 1024)

@@ -292,6 +292,12 @@ mod tests {
              by idgen.lease-workers for LEASE.ACQUIRE holders; use a shard below 1020"
         );
         assert_eq!(leased.effected(), "");
+        // Past the shard field: out of range, not "leased" (the band ends at 1023).
+        let too_large = run(next, &call(&["sf:shard", "SHARD", "1024"]), &mut keys);
+        assert!(
+            too_large.starts_with("error ") && !too_large.contains("leased"),
+            "{too_large}"
+        );
         assert_eq!(
             run(next, &call(&["sf:shard", "SHARD", "x"]), &mut keys),
             "error ERR SHARD must be an integer of 0 or more, got 'x'"
