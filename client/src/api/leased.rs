@@ -188,20 +188,29 @@ impl LeaseCursor {
         }
     }
 
-    /// Installs a grant or renewal whose request was sent at monotonic `sent_ms`.
-    pub(crate) fn install(&self, grant: Grant, sent_ms: u64) {
+    /// Installs a grant, or with `renewal` a renewal of the installed lease, whose request was
+    /// sent at monotonic `sent_ms`.
+    pub(crate) fn install(&self, grant: Grant, sent_ms: u64, renewal: bool) {
         let layout = self.layout;
         // Every later ID is above the first of the window, so its time lies at or after the
         // window's start, whatever lease an issuer read.
         let first = layout.compose(grant.start_unit, 0, 0);
         self.cursor
             .fetch_max(first.saturating_sub(1), Ordering::AcqRel);
-        let remaining = grant.end_unix_ms.saturating_sub(grant.server_now_ms);
+        // The server's clock at the send, as this reply tells it. A renewal never moves the
+        // generator's time back: after a step back of the server's clock the window's end
+        // stays where it was, and adopting the earlier time would leave the generator
+        // waiting out the whole step with a lease in hand (seen in the fault soak: 123 s).
+        let reported = grant.server_now_ms as i64 - sent_ms as i64;
+        let delta = if renewal {
+            reported.max(self.delta.load(Ordering::Relaxed))
+        } else {
+            reported
+        };
+        let server_at_send = (sent_ms as i64 + delta).max(0) as u64;
+        let remaining = grant.end_unix_ms.saturating_sub(server_at_send);
         let deadline = (sent_ms + remaining).saturating_sub(self.margin_ms);
-        self.delta.store(
-            grant.server_now_ms as i64 - sent_ms as i64,
-            Ordering::Relaxed,
-        );
+        self.delta.store(delta, Ordering::Relaxed);
         self.deadline.store(deadline, Ordering::Release);
         let bounds = VALID | grant.worker << layout.time_bits | grant.end_unit;
         self.bounds.store(bounds, Ordering::Release);
@@ -421,7 +430,7 @@ impl LeasedGenerator {
             options.max_borrow.as_millis() as u64,
             options.margin.as_millis() as u64,
         );
-        cursor.install(grant, sent);
+        cursor.install(grant, sent, false);
         let shared = Arc::new(Shared {
             cursor,
             clock,
@@ -717,7 +726,7 @@ fn run(shared: &Shared, mut session: Session, mut sent: u64) {
             if deadline.is_none_or(|deadline| now >= deadline)
                 || next.start_unit <= current_unit(shared, now)
             {
-                shared.cursor.install(next, next_sent);
+                shared.cursor.install(next, next_sent, false);
                 grant = Some(next);
                 sent = next_sent;
                 lost = false;
@@ -737,7 +746,7 @@ fn run(shared: &Shared, mut session: Session, mut sent: u64) {
                     let request_sent = clock.now_ms();
                     match session.renew(current.worker) {
                         Ok((renewed, _)) => {
-                            shared.cursor.install(renewed, request_sent);
+                            shared.cursor.install(renewed, request_sent, true);
                             grant = Some(renewed);
                             sent = request_sent;
                             let mut status = lock(&shared.status);
@@ -830,7 +839,7 @@ mod tests {
         let cursor = LeaseCursor::new(Layout::default(), 0, 100);
         assert_eq!(cursor.next(5), Err(Stop::NoLease));
         // Sent at monotonic 1000; the server's clock read T then.
-        cursor.install(grant(1021, T, T + 9_999, T), 1000);
+        cursor.install(grant(1021, T, T + 9_999, T), 1000, false);
         let id = cursor.next(1000).unwrap();
         assert_eq!(parts(id), (T - EPOCH, 1021, 0));
         let later = cursor.next(1500).unwrap();
@@ -844,7 +853,7 @@ mod tests {
     #[test]
     fn a_unit_gives_the_whole_sequence_then_borrows_within_the_window() {
         let cursor = LeaseCursor::new(Layout::default(), 2, 0);
-        cursor.install(grant(1023, T, T + 2, T), 1);
+        cursor.install(grant(1023, T, T + 2, T), 1, false);
         let mut last = 0;
         for i in 0..4096 {
             let id = cursor.next(1).unwrap();
@@ -864,7 +873,7 @@ mod tests {
         assert_eq!(cursor.next(1), Err(Stop::Ended));
         // Without borrowing, the same unit's sequence is all there is until the clock moves.
         let strict = LeaseCursor::new(Layout::default(), 0, 0);
-        strict.install(grant(1023, T, T + 9, T), 1);
+        strict.install(grant(1023, T, T + 9, T), 1, false);
         for _ in 0..4096 {
             strict.next(1).unwrap();
         }
@@ -875,21 +884,28 @@ mod tests {
     #[test]
     fn a_new_lease_keeps_ids_increasing_and_inside_its_window() {
         let cursor = LeaseCursor::new(Layout::default(), 1000, 0);
-        cursor.install(grant(1023, T, T + 999, T), 1);
+        cursor.install(grant(1023, T, T + 999, T), 1, false);
         let first = cursor.next(1).unwrap();
         // A new lease with a lower worker id whose window starts later (after a fence).
-        cursor.install(grant(1020, T + 500, T + 1499, T + 2), 3);
+        cursor.install(grant(1020, T + 500, T + 1499, T + 2), 3, false);
         let id = cursor.next(3).unwrap();
         assert!(id > first);
         assert_eq!(parts(id), (T - EPOCH + 500, 1020, 0));
-        // A renewal that finds the server's clock stepped back: no ID below the last; the
-        // generator waits (it is now too far ahead of the clock to borrow) rather than
-        // issue out of order.
-        cursor.install(grant(1020, T + 500, T + 1499, T - 5000), 4);
-        assert!(matches!(cursor.next(4), Err(Stop::Ahead(_))));
-        let after = cursor.next(4 + 4500).unwrap();
+        // A renewal that finds the server's clock stepped back 5 s: the generator's time does
+        // not go back with it, so it goes on issuing, above the last ID, and its window ends
+        // where it ended (not 5 s later by the server's earlier time).
+        let deadline = cursor.deadline();
+        cursor.install(grant(1020, T + 500, T + 1499, T - 5000), 4, true);
+        assert_eq!(cursor.deadline(), deadline);
+        let after = cursor.next(4).unwrap();
         assert!(after > id);
         assert_eq!(parts(after).1, 1020);
+        // A new lease from that server adopts its time: nothing below the last ID, so the
+        // generator waits (too far ahead of this clock to borrow) rather than issue out of
+        // order.
+        cursor.install(grant(1020, T + 500, T + 1499, T - 5000), 5, false);
+        assert!(matches!(cursor.next(5), Err(Stop::Ahead(_))));
+        assert!(cursor.next(5 + 4500).unwrap() > after);
         cursor.clear();
         assert_eq!(cursor.next(5), Err(Stop::NoLease));
     }
@@ -897,7 +913,7 @@ mod tests {
     #[test]
     fn threads_share_one_increasing_unique_sequence() {
         let cursor = Arc::new(LeaseCursor::new(Layout::default(), 1_000_000, 0));
-        cursor.install(grant(1000, T, T + 1_000_000, T), 1);
+        cursor.install(grant(1000, T, T + 1_000_000, T), 1, false);
         let handles: Vec<_> = (0..4)
             .map(|_| {
                 let cursor = Arc::clone(&cursor);
