@@ -89,34 +89,25 @@ pub fn offline(args: &DecodeArgs) -> Result<u8, CliError> {
         .decode(id, args.step.unwrap_or(1))
         .map_err(|error| CliError::usage(error.to_string()))?;
     let offset = args.step.map(|_| parts.offset);
-    let which = if layout == Layout::default() {
-        "default"
-    } else {
-        "from the options"
-    };
+    let default = layout == Layout::default();
     if args.json {
-        println!(
-            "{}",
-            json!({
-                "id": id.to_string(),
-                "unix_ms": parts.unix_ms,
-                "time": format_unix_ms(parts.unix_ms),
-                "shard": parts.shard,
-                "sequence": parts.sequence,
-                "offset": offset,
-                "leased_worker": null,
-                "layout": {
-                    "source": if which == "default" { "default" } else { "options" },
-                    "epoch": layout.epoch_unix_ms,
-                    "time_unit_ms": layout.time_unit_ms,
-                    "time_bits": layout.time_bits,
-                    "shard_bits": layout.shard_bits,
-                    "sequence_bits": layout.sequence_bits,
-                    "step": args.step,
-                },
-            })
-        );
+        let mut fields = fields_json(id, parts.unix_ms, parts.shard, parts.sequence, offset, None);
+        fields["layout"] = json!({
+            "source": if default { "default" } else { "options" },
+            "epoch": layout.epoch_unix_ms,
+            "time_unit_ms": layout.time_unit_ms,
+            "time_bits": layout.time_bits,
+            "shard_bits": layout.shard_bits,
+            "sequence_bits": layout.sequence_bits,
+            "step": args.step,
+        });
+        println!("{fields}");
     } else {
+        let which = if default {
+            "default"
+        } else {
+            "from the options"
+        };
         print_fields(id, parts.unix_ms, parts.shard, parts.sequence);
         match offset {
             Some(offset) => println!("offset    {offset}"),
@@ -136,6 +127,26 @@ pub fn offline(args: &DecodeArgs) -> Result<u8, CliError> {
         );
     }
     Ok(EXIT_OK)
+}
+
+/// The fields every decoded ID shows, as `--json` prints them.
+fn fields_json(
+    id: i64,
+    unix_ms: u64,
+    shard: u64,
+    sequence: u64,
+    offset: Option<u64>,
+    leased_worker: Option<i64>,
+) -> serde_json::Value {
+    json!({
+        "id": id.to_string(),
+        "unix_ms": unix_ms,
+        "time": format_unix_ms(unix_ms),
+        "shard": shard,
+        "sequence": sequence,
+        "offset": offset,
+        "leased_worker": leased_worker,
+    })
 }
 
 /// The fields every decoded ID shows, one a line.
@@ -159,18 +170,16 @@ pub async fn run(target: &Target, args: &DecodeArgs, timeout: Duration) -> Resul
     // Only the servers know which shard values are leased worker ids (lease-workers).
     let leased = crate::leases::leased_worker(target, id, timeout).await;
     if args.json {
-        println!(
-            "{}",
-            json!({
-                "id": id.to_string(),
-                "unix_ms": parts.unix_ms,
-                "time": format_unix_ms(parts.unix_ms),
-                "shard": parts.shard,
-                "sequence": parts.sequence,
-                "offset": parts.offset,
-                "leased_worker": leased,
-            })
+        let offset = Some(parts.offset);
+        let fields = fields_json(
+            id,
+            parts.unix_ms,
+            parts.shard,
+            parts.sequence,
+            offset,
+            leased,
         );
+        println!("{fields}");
     } else {
         print_fields(id, parts.unix_ms, parts.shard, parts.sequence);
         match leased {
