@@ -153,11 +153,15 @@ fn python_latest() -> Clients {
 /// The clients tests/node/package-lock.json pins.
 fn node_pinned() -> Clients {
     install_node_clients();
-    let dir = node_dir();
+    node_clients(node_dir(), "tests/node's lock file")
+}
+
+/// ioredis and node-redis as installed in `dir` (`source` says from where).
+fn node_clients(dir: PathBuf, source: &str) -> Clients {
     Clients {
         runner: "node",
         label: format!(
-            "ioredis {} and node-redis {} (tests/node's lock file)",
+            "ioredis {} and node-redis {} ({source})",
             node_package_version(&dir, "ioredis", &[]),
             node_package_version(&dir, "redis", &[])
         ),
@@ -193,18 +197,7 @@ fn node_latest() -> Clients {
         );
         std::fs::write(dir.join(".installed"), "").unwrap();
     }
-    Clients {
-        runner: "node",
-        label: format!(
-            "ioredis {} and node-redis {} from npm",
-            node_package_version(&dir, "ioredis", &[]),
-            node_package_version(&dir, "redis", &[])
-        ),
-        program: PathBuf::from("node"),
-        dir,
-        env: Vec::new(),
-        packages: &["ioredis", "redis"],
-    }
+    node_clients(dir, "latest from npm")
 }
 
 /// Debian's node-redis (in /usr/share/nodejs; Debian has no ioredis). An example's `import`

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use idgen_client::{LeaseError, LeasedGenerator, LeasedOptions};
-use idgen_tests::{Server, SHORT_LEASES as ARGS};
+use idgen_tests::{assert_unique, Server, SHORT_LEASES as ARGS};
 use redis::cmd;
 
 fn options(duration_ms: u64) -> LeasedOptions {
@@ -439,11 +439,7 @@ fn a_holder_frozen_past_its_window_issues_nothing_until_it_holds_a_new_one() {
             "an ID of the first holder under the second's window"
         );
     }
-    let mut all: Vec<u64> = first_ids.iter().chain(&second_ids).copied().collect();
-    let count = all.len();
-    all.sort_unstable();
-    all.dedup();
-    assert_eq!(all.len(), count, "duplicate IDs");
+    assert_unique(first_ids.iter().chain(&second_ids).copied());
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -470,10 +466,6 @@ fn a_holder_whose_clock_steps_back_stays_inside_its_window() {
         first_end < second_first,
         "the second window starts after the first"
     );
-    let mut all: Vec<u64> = first_ids.iter().chain(&second_ids).copied().collect();
-    let count = all.len();
-    all.sort_unstable();
-    all.dedup();
-    assert_eq!(all.len(), count, "duplicate IDs");
+    assert_unique(first_ids.iter().chain(&second_ids).copied());
     let _ = std::fs::remove_dir_all(dir);
 }
