@@ -50,28 +50,13 @@ pub(crate) async fn admit_at(
     identity::admit(&mut conn, &address, guard).await
 }
 
-/// A pooled connection and the flags shared with every call using it: `broken` makes the
-/// pool drop it instead of handing it out again; `checked` says its node passed the
-/// identity check on this connection.
-pub(crate) struct Tracked<C> {
-    connection: C,
-    broken: Arc<AtomicBool>,
-    checked: Arc<AtomicBool>,
-}
-
-impl<C> Tracked<C> {
-    fn new(connection: C) -> Self {
-        Tracked {
-            connection,
-            broken: Arc::new(AtomicBool::new(false)),
-            checked: Arc::new(AtomicBool::new(false)),
-        }
-    }
-}
-
-/// A connection lent to one call. Connections are multiplexed (many requests in flight on
-/// one socket), so a call holds the pool's checkout only long enough to clone the handle:
-/// with `pool_size` 4, 64 concurrent calls share 4 connections instead of queueing for them.
+/// A pooled connection, or a copy of it lent to one call, and the flags they share:
+/// `broken` makes the pool drop it instead of handing it out again; `checked` says its node
+/// passed the identity check on this connection. Connections are multiplexed (many
+/// requests in flight on one socket), so a call holds the pool's checkout only long enough
+/// to clone it: with `pool_size` 4, 64 concurrent calls share 4 connections instead of
+/// queueing for them.
+#[derive(Clone)]
 pub(crate) struct Lent<C> {
     pub(crate) connection: C,
     broken: Arc<AtomicBool>,
@@ -79,6 +64,14 @@ pub(crate) struct Lent<C> {
 }
 
 impl<C> Lent<C> {
+    fn new(connection: C) -> Self {
+        Lent {
+            connection,
+            broken: Arc::new(AtomicBool::new(false)),
+            checked: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
     /// Marks the connection broken: the pool drops it.
     pub(crate) fn mark_broken(&self) {
         self.broken.store(true, Ordering::Relaxed);
@@ -172,11 +165,7 @@ pub(crate) async fn lend<C: Connect>(pool: &Pool<C>) -> error::Result<Lent<C::Co
         if pooled.broken.load(Ordering::Relaxed) {
             continue; // returned to the pool as broken, which drops it
         }
-        return Ok(Lent {
-            connection: pooled.connection.clone(),
-            broken: pooled.broken.clone(),
-            checked: pooled.checked.clone(),
-        });
+        return Ok(pooled.clone());
     }
 }
 
@@ -242,7 +231,7 @@ pub(crate) struct Manager<C> {
 }
 
 impl<C: Connect> bb8::ManageConnection for Manager<C> {
-    type Connection = Tracked<C::Connection>;
+    type Connection = Lent<C::Connection>;
     type Error = redis::RedisError;
 
     async fn connect(&self) -> Result<Self::Connection, Self::Error> {
@@ -250,7 +239,7 @@ impl<C: Connect> bb8::ManageConnection for Manager<C> {
         if let Err(error) = &opened {
             *lock(&self.last_failure) = Some((Instant::now(), error.clone()));
         }
-        opened.map(Tracked::new)
+        opened.map(Lent::new)
     }
 
     async fn is_valid(&self, conn: &mut Self::Connection) -> Result<(), Self::Error> {
