@@ -6,8 +6,9 @@ use std::fmt;
 
 mod certificate;
 
-/// Everything that can go wrong. New variants may be added; match with a `_` arm.
-#[derive(Debug)]
+/// Everything that can go wrong. New variants may be added; match with a `_` arm. Cloned
+/// for each caller that waited on a fetch that failed.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Error {
     /// The server refused because the ID clock would run more than `max-drift-ms` ahead of
@@ -96,13 +97,14 @@ impl Error {
     }
 
     /// When the same request fits, if this is a DRIFT refusal that says so (at least a
-    /// millisecond: the server rounds down).
+    /// millisecond: the server rounds down); in `Nodes` mode, the last node's.
     pub(crate) fn fits_in(&self) -> Option<std::time::Duration> {
         match self {
             Error::Drift {
                 retry_in: Some(wait),
                 ..
             } => Some((*wait).max(std::time::Duration::from_millis(1))),
+            Error::NoNodeAvailable { last, .. } => last.fits_in(),
             _ => None,
         }
     }

@@ -13,10 +13,10 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
-use crate::error::Error;
+use crate::buffers::wait_stats::{WaitCounter, WaitStats, WaitTimer};
+use crate::error::{Error, Result};
 
 /// Which flight: increases by one per fetch started.
 pub(crate) type Flight = u64;
@@ -39,6 +39,8 @@ pub(crate) struct FetchFlight {
     /// cache asks it on every take, under its own lock).
     under_way: AtomicBool,
     landed: Notify,
+    /// The callers that waited for a flight, and how long.
+    waits: WaitCounter,
 }
 
 impl FetchFlight {
@@ -46,15 +48,9 @@ impl FetchFlight {
         crate::lock::lock(&self.state)
     }
 
-    /// A future that completes when a flight lands after this call. Enable it (or poll it)
-    /// before checking the buffer, so that a landing in between is not missed.
-    pub fn landed(&self) -> Notified<'_> {
-        self.landed.notified()
-    }
-
     /// Starts a flight unless one is under way: `Ok` with the new flight for the caller to
     /// run (and land), `Err` with the flight already under way.
-    pub fn start(&self) -> Result<Flight, Flight> {
+    pub fn start(&self) -> std::result::Result<Flight, Flight> {
         let mut state = self.lock();
         if let Some(running) = state.running {
             return Err(running);
@@ -85,10 +81,43 @@ impl FetchFlight {
         self.landed.notify_waiters();
     }
 
+    /// A value from `try_take`, which is called again each time a flight lands: after each
+    /// miss the caller waits for the flight under way, or the one `launch` starts. Returns the
+    /// error of a flight the caller waited for that failed: a caller waits at most one failed
+    /// fetch. Counted in [`FetchFlight::wait_stats`] if it waited.
+    pub async fn take_or_wait<T>(
+        &self,
+        mut try_take: impl FnMut() -> Option<T>,
+        mut launch: impl FnMut() -> Flight,
+    ) -> Result<T> {
+        let mut waited_for = None;
+        let mut timer = WaitTimer::new(&self.waits);
+        loop {
+            // Enabled before looking, so that a landing in between is not missed.
+            let landed = self.landed.notified();
+            tokio::pin!(landed);
+            landed.as_mut().enable();
+            if let Some(value) = try_take() {
+                return Ok(value);
+            }
+            if let Some(error) = waited_for.and_then(|flight| self.failure_since(flight)) {
+                return Err(error);
+            }
+            waited_for = Some(launch());
+            timer.waiting();
+            landed.await;
+        }
+    }
+
+    /// How many callers waited for a flight, and the longest wait since the last read.
+    pub fn wait_stats(&self) -> WaitStats {
+        self.waits.read()
+    }
+
     /// The error of the last failed flight if it is `flight` or a later one.
     pub fn failure_since(&self, flight: Flight) -> Option<Error> {
         match &self.lock().failed {
-            Some((failed, error)) if *failed >= flight => Some(duplicate(error)),
+            Some((failed, error)) if *failed >= flight => Some(error.clone()),
             _ => None,
         }
     }
@@ -153,43 +182,6 @@ impl Drop for LandOnDrop<'_> {
             ));
             self.flight.land(self.id, Some(Error::Transport(error)));
         }
-    }
-}
-
-/// A copy of `error` for each caller that waited on the flight that failed with it.
-fn duplicate(error: &Error) -> Error {
-    #[allow(unreachable_patterns)] // variants added later are copied by their text
-    match error {
-        Error::Drift { message, retry_in } => Error::Drift {
-            message: message.clone(),
-            retry_in: *retry_in,
-        },
-        Error::Overflow { message } => Error::Overflow {
-            message: message.clone(),
-        },
-        Error::Exhausted { message } => Error::Exhausted {
-            message: message.clone(),
-        },
-        Error::Server { code, message } => Error::Server {
-            code: code.clone(),
-            message: message.clone(),
-        },
-        Error::Transport(error) => Error::Transport(error.clone()),
-        Error::Auth { code, message } => Error::Auth {
-            code: code.clone(),
-            message: message.clone(),
-        },
-        Error::Protocol(error) => Error::Protocol(error.clone()),
-        Error::NoNodeAvailable { tried, last } => Error::NoNodeAvailable {
-            tried: tried.clone(),
-            last: Box::new(duplicate(last)),
-        },
-        Error::Deployment(message) => Error::Deployment(message.clone()),
-        Error::InvalidArgument(message) => Error::InvalidArgument(message.clone()),
-        other => Error::Server {
-            code: "ERR".into(),
-            message: other.to_string(),
-        },
     }
 }
 

@@ -25,7 +25,7 @@ use crate::buffers::options::SegmentOptions;
 use crate::buffers::range_slots::{Block, Epoch, RangeSlots, RangeSpec, Taken, TakenBlock};
 use crate::buffers::segment_plan::{self, RangeBounds, MIN_RATE_SAMPLE};
 use crate::buffers::source::IdSource;
-use crate::buffers::wait_stats::{WaitCounter, WaitStats, WaitTimer};
+use crate::buffers::wait_stats::WaitStats;
 use crate::error::Result;
 use crate::metrics::Metrics;
 
@@ -51,7 +51,6 @@ struct Shared {
     /// Everything else, behind a lock the fast path never takes. Installs happen under it.
     reserve: Mutex<Reserve>,
     flight: FetchFlight,
-    waits: WaitCounter,
 }
 
 /// The future of [`SegmentBuffer::next`] and [`LocalSegmentBuffer::next`](crate::LocalSegmentBuffer::next).
@@ -196,7 +195,6 @@ impl SegmentBuffer {
                     size,
                 }),
                 flight: FetchFlight::default(),
-                waits: WaitCounter::default(),
             }),
         }
     }
@@ -310,7 +308,7 @@ impl SegmentBuffer {
     /// How many calls waited for a range from the server, and the longest wait since the
     /// last read.
     pub fn wait_stats(&self) -> WaitStats {
-        self.shared.waits.read()
+        self.shared.flight.wait_stats()
     }
 
     /// Replaces the used-up range of epoch `exhausted`: with the prefetched one if it is
@@ -318,31 +316,21 @@ impl SegmentBuffer {
     /// fetch's error if it failed.
     pub(crate) async fn switch_from(&self, exhausted: Epoch) -> Result<()> {
         let shared = &self.shared;
-        let mut waited_for = None;
-        let mut timer = WaitTimer::new(&shared.waits);
-        loop {
-            let landed = shared.flight.landed();
-            tokio::pin!(landed);
-            landed.as_mut().enable();
-            {
-                let mut reserve = shared.lock();
-                if shared.current.epoch() != exhausted {
-                    return Ok(()); // another caller switched
-                }
-                let now = Instant::now();
-                reserve.exhausted_at.get_or_insert(now);
-                if let Some(range) = reserve.spare.take() {
-                    shared.install(&mut reserve, range, now);
-                    return Ok(());
-                }
+        let switched = || {
+            let mut reserve = shared.lock();
+            if shared.current.epoch() != exhausted {
+                return Some(()); // another caller switched
             }
-            if let Some(error) = waited_for.and_then(|flight| shared.flight.failure_since(flight)) {
-                return Err(error);
-            }
-            waited_for = Some(Shared::launch(shared));
-            timer.waiting();
-            landed.await;
-        }
+            let now = Instant::now();
+            reserve.exhausted_at.get_or_insert(now);
+            let range = reserve.spare.take()?;
+            shared.install(&mut reserve, range, now);
+            Some(())
+        };
+        shared
+            .flight
+            .take_or_wait(switched, || Shared::launch(shared))
+            .await
     }
 }
 

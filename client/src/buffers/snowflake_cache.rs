@@ -31,8 +31,8 @@ use crate::buffers::measured::Measured;
 use crate::buffers::options::SnowflakeCacheOptions;
 use crate::buffers::snowflake_plan;
 use crate::buffers::source::IdSource;
-use crate::buffers::wait_stats::{WaitCounter, WaitStats, WaitTimer};
-use crate::error::{Error, Result};
+use crate::buffers::wait_stats::WaitStats;
+use crate::error::Result;
 use crate::id::Id;
 use crate::metrics::Metrics;
 
@@ -127,7 +127,6 @@ struct Shared {
     refill_now: Notify,
     /// IDs thrown away: older than `max_age`, or out of order.
     discarded: AtomicU64,
-    waits: WaitCounter,
 }
 
 /// Prefetched snowflake IDs for one key. Cheap to clone; clones share the cache.
@@ -195,7 +194,6 @@ impl SnowflakeCache {
                 flight: FetchFlight::default(),
                 refill_now: Notify::new(),
                 discarded: AtomicU64::new(0),
-                waits: WaitCounter::default(),
             }),
         }
     }
@@ -207,27 +205,19 @@ impl SnowflakeCache {
     pub async fn next(&self) -> Result<i64> {
         tokio::task::consume_budget().await;
         let shared = &self.shared;
-        let mut waited_for: Option<Flight> = None;
-        let mut timer = WaitTimer::new(&shared.waits);
-        loop {
-            let landed = shared.flight.landed();
-            tokio::pin!(landed);
-            landed.as_mut().enable();
+        let take = || {
             let (id, refill) = shared.take();
             if refill {
                 Shared::launch(shared);
             }
-            if let Some(id) = id {
-                Metrics::add(&shared.source.metrics().ids_served, 1);
-                return Ok(id);
-            }
-            if let Some(error) = waited_for.and_then(|flight| shared.flight.failure_since(flight)) {
-                return Err(error);
-            }
-            waited_for = Some(Shared::launch(shared));
-            timer.waiting();
-            landed.await;
-        }
+            id
+        };
+        let id = shared
+            .flight
+            .take_or_wait(take, || Shared::launch(shared))
+            .await?;
+        Metrics::add(&shared.source.metrics().ids_served, 1);
+        Ok(id)
     }
 
     /// The next ID as an [`Id`], to write in any of its forms (`id.to_string()`, or
@@ -246,7 +236,7 @@ impl SnowflakeCache {
     /// How many calls waited for a batch from the server, and the longest wait since the
     /// last read.
     pub fn wait_stats(&self) -> WaitStats {
-        self.shared.waits.read()
+        self.shared.flight.wait_stats()
     }
 
     /// How many fetched IDs were thrown away rather than handed out: older than `max_age`,
@@ -346,7 +336,7 @@ impl Shared {
                         Err(error) => error,
                     };
                     shared.lock().measured.observe_round_trip(started.elapsed());
-                    match fits_in(&error) {
+                    match error.fits_in() {
                         Some(wait) if Instant::now() + wait <= deadline => {
                             tracing::debug!(key = %shared.key, count, ?wait, %error,
                                 "the server paces its ID clock; asking again when the batch fits");
@@ -454,15 +444,6 @@ impl Shared {
             .fetch_add((fetched - ids.len()) as u64, Ordering::Relaxed);
         store.cached += ids.len();
         store.batches.push_back(Batch { ids, fetched: now });
-    }
-}
-
-/// When a refused fetch would fit, if the server refused it only for pacing its ID clock (a
-/// DRIFT refusal naming the wait; in `Nodes` mode, the last node's).
-fn fits_in(error: &Error) -> Option<Duration> {
-    match error {
-        Error::NoNodeAvailable { last, .. } => fits_in(last),
-        other => other.fits_in(),
     }
 }
 

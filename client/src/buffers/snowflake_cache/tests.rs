@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::buffers::source::counting::CountingSource;
+use crate::error::Error;
 
 fn cache_with(source: &Arc<CountingSource>, options: SnowflakeCacheOptions) -> SnowflakeCache {
     SnowflakeCache::new(source.clone(), "k", options)
