@@ -46,6 +46,14 @@ pub(crate) mod names {
     pub(crate) const IDGEN_IDENTITY: &str = declared::IDGEN_IDENTITY.name();
     /// How many IDs or values (`SNOWFLAKE.NEXT`, `SEGMENT.NEXT`).
     pub(crate) const COUNT: &str = declared::COUNT.word;
+    /// A leased worker id for a holder (the leased generator).
+    pub(crate) const LEASE_ACQUIRE: &str = declared::LEASE_ACQUIRE.name();
+    /// A holder's window extended.
+    pub(crate) const LEASE_RENEW: &str = declared::LEASE_RENEW.name();
+    /// A holder's worker id given back.
+    pub(crate) const LEASE_RELEASE: &str = declared::LEASE_RELEASE.name();
+    /// How long a lease window should last (`LEASE.ACQUIRE`, `LEASE.RENEW`).
+    pub(crate) const DURATION: &str = declared::DURATION.word;
     /// The shard field (`SNOWFLAKE.NEXT`).
     pub(crate) const SHARD: &str = declared::SHARD.word;
     /// The reply's text form (`SNOWFLAKE.NEXT`).
@@ -123,6 +131,27 @@ pub mod build {
     /// `IDGEN.IDENTITY`
     pub fn idgen_identity() -> Cmd {
         redis::cmd(IDGEN_IDENTITY)
+    }
+
+    /// `LEASE.ACQUIRE pool holder DURATION ms`: a free worker id of the pool and its window.
+    pub fn lease_acquire(pool: &str, holder: &str, duration_ms: u64) -> Cmd {
+        let mut cmd = command(LEASE_ACQUIRE, pool);
+        cmd.arg(holder);
+        with(cmd, DURATION, duration_ms)
+    }
+
+    /// `LEASE.RENEW pool worker-id holder DURATION ms`: the holder's window extended.
+    pub fn lease_renew(pool: &str, worker: u64, holder: &str, duration_ms: u64) -> Cmd {
+        let mut cmd = command(LEASE_RENEW, pool);
+        cmd.arg(worker).arg(holder);
+        with(cmd, DURATION, duration_ms)
+    }
+
+    /// `LEASE.RELEASE pool worker-id holder`: the holder's worker id given back.
+    pub fn lease_release(pool: &str, worker: u64, holder: &str) -> Cmd {
+        let mut cmd = command(LEASE_RELEASE, pool);
+        cmd.arg(worker).arg(holder);
+        cmd
     }
 }
 
