@@ -311,13 +311,24 @@ mod tests {
     #[test]
     fn a_later_releases_fields_are_skipped() {
         // What a next release may send: a higher format version, a new record between known
-        // ones, and longer known records (a new trailing field inside the layout record).
+        // ones, and longer known records (a new trailing field inside each).
         let sent = sample();
         let mut bytes = sent.encode();
         bytes[4] = FORMAT + 1;
         let mut future = bytes[..5].to_vec();
         record(&mut future, 200, b"a field this release does not know");
-        future.extend_from_slice(&bytes[5..]);
+        // Every fixed-width record with bytes of a later release after its value (the
+        // version is text: the whole value).
+        let mut rest = &bytes[5..];
+        while let Some((&tag, after)) = rest.split_first() {
+            let len = usize::from(u16::from_le_bytes([after[0], after[1]]));
+            let mut longer = after[2..2 + len].to_vec();
+            if tag != tag::VERSION {
+                longer.extend_from_slice(&[0xEE; 7]);
+            }
+            record(&mut future, tag, &longer);
+            rest = &after[2 + len..];
+        }
         record(&mut future, 9, &[1, 2, 3]);
         assert_eq!(Announcement::decode(&future), Some(sent));
     }

@@ -388,3 +388,190 @@ pub fn refusal() -> String {
 pub fn my_announcement() -> Option<Announcement> {
     TABLE.with(|table| table.me.as_ref().map(|me| me.node.announcement.clone()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::main_thread::test_main::{self, MainThread};
+    use idgen_core::{Config, Identity, Refused};
+
+    /// The tests' main thread with an empty table and an issuing standing, both put back
+    /// when the test ends (pass or fail), so no other test sees what one left.
+    struct Fresh {
+        _main: MainThread,
+    }
+
+    fn fresh() -> Fresh {
+        let main = test_main::become_main();
+        reset();
+        Fresh { _main: main }
+    }
+
+    fn reset() {
+        STANDING.store(ISSUING, Ordering::Relaxed);
+        TABLE.with(|table| {
+            table.me = None;
+            table.peers.clear();
+            table.decision = Decision::default();
+            table.promoted_against.clear();
+            table.must_refuse = false;
+            table.refusal.clear();
+            table.detail.clear();
+            table.live_listed = None;
+        });
+    }
+
+    impl Drop for Fresh {
+        fn drop(&mut self) {
+            reset();
+        }
+    }
+
+    fn id(name: char) -> String {
+        name.to_string().repeat(idgen_core::NODE_ID_LEN)
+    }
+
+    fn entry(name: char, role: Role, failed: bool) -> TableEntry {
+        TableEntry {
+            id: id(name),
+            address: format!("127.0.0.1:{}", 30_000 + u32::from(name)),
+            role,
+            failed,
+        }
+    }
+
+    fn master(name: char) -> TableEntry {
+        entry(name, Role::Master, false)
+    }
+
+    fn said(offset: u64, since: u64) -> Announcement {
+        let config = Config {
+            identity: Identity { step: 8, offset },
+            ..Config::default()
+        };
+        Announcement::of(&config, since)
+    }
+
+    /// A peer's announcement that names node `name` refused, as judged on its `since`.
+    fn naming(offset: u64, since: u64, name: char, named_since: u64) -> Announcement {
+        let mut announcement = said(offset, since);
+        announcement.refused = vec![Refused {
+            id: id(name),
+            since_unix_ms: named_since,
+        }];
+        announcement
+    }
+
+    /// This node `b`, offset 0, loaded at 200, already compared.
+    fn me_b() {
+        set_me(master('b'), || said(0, 200));
+        compared(true);
+    }
+
+    #[test]
+    fn a_verdict_relayed_by_a_peer_makes_this_node_refuse_only_on_what_it_announces_now() {
+        let _fresh = fresh();
+        me_b();
+        // c (offset 1) hears an earlier node on offset 0 that this node never hears (a
+        // one-way link) and names this node: it refuses.
+        heard(master('c'), naming(1, 50, 'b', 200));
+        follow_table(&[master('c')]);
+        let outcome = recompute(true, 1_000);
+        assert_eq!(outcome.refusing_changed, Some(true));
+        assert!(issuing_refused());
+        assert!(refusal().contains(&id('c')), "{}", refusal());
+        // The verdict was on what this node announced before a restart (since 100): heeded
+        // no longer. Its refusal ends, and it ranks from now.
+        heard(master('c'), naming(1, 50, 'b', 100));
+        let outcome = recompute(true, 2_000);
+        assert_eq!(outcome.refusing_changed, Some(false));
+        assert!(!issuing_refused());
+        assert_eq!(my_announcement().unwrap().since_unix_ms, 2_000);
+        // Under `warn` a verdict is reported, never refused.
+        heard(master('c'), naming(1, 50, 'b', 2_000));
+        recompute(false, 3_000);
+        assert!(!issuing_refused());
+        assert_eq!(standing(), "warned");
+    }
+
+    #[test]
+    fn a_refusal_outlasts_the_earlier_nodes_silence_and_ends_when_the_table_fails_or_drops_it() {
+        let _fresh = fresh();
+        me_b();
+        // a took offset 0 first (since 100): this node, later, refuses.
+        heard(master('a'), said(0, 100));
+        follow_table(&[master('a')]);
+        recompute(true, 1_000);
+        assert!(issuing_refused());
+        assert_eq!(conflicts(), 1);
+        // a says nothing more for any number of table reads while the table lists it.
+        for second in 2..100 {
+            follow_table(&[master('a')]);
+            recompute(true, second * 1_000);
+            assert!(issuing_refused(), "lifted at {second} s of silence");
+        }
+        assert_eq!(peers(), 1);
+        // The cluster fails a (FAIL, not PFAIL): this node issues, and names a refused.
+        assert!(follow_table(&[entry('a', Role::Master, true)]));
+        recompute(true, 100_000);
+        assert!(!issuing_refused());
+        let mine = my_announcement().unwrap();
+        assert!(mine.refused.iter().any(|refused| refused.id == id('a')));
+        assert_eq!(
+            mine.since_unix_ms, 100_000,
+            "ranks from when it issues again"
+        );
+        // a comes back having heard the verdict on it: it refuses, so it ranks after this
+        // node, which keeps issuing.
+        let mut back = said(0, 100);
+        back.refusing = true;
+        heard(master('a'), back);
+        follow_table(&[master('a')]);
+        recompute(true, 101_000);
+        assert!(!issuing_refused());
+        assert!(
+            detail().contains(&format!("node {} refuses", id('a'))),
+            "{}",
+            detail()
+        );
+        // A node the table no longer lists is forgotten with its verdicts.
+        heard(master('a'), said(0, 100));
+        assert!(follow_table(&[]));
+        recompute(true, 102_000);
+        assert_eq!((peers(), conflicts()), (0, 0));
+        assert!(!issuing_refused());
+    }
+
+    #[test]
+    fn a_replica_promoted_while_it_conflicts_refuses_until_the_other_node_is_failed() {
+        let _fresh = fresh();
+        // This node is a replica on offset 3; master m (its own) restarted onto offset 3.
+        set_me(entry('r', Role::Replica, false), || said(3, 10));
+        compared(true);
+        heard(master('m'), said(3, 500));
+        follow_table(&[master('m')]);
+        recompute(true, 1_000);
+        assert!(!issuing_refused(), "a replica never refuses");
+        assert!(
+            detail().contains("would refuse if promoted"),
+            "{}",
+            detail()
+        );
+        // A failover: this node is promoted, m is its replica now. m issues nothing, but
+        // may have handed out values of offset 3 a moment ago: this node refuses while m
+        // is a member that still holds offset 3.
+        promoted(2_000);
+        follow_table(&[entry('m', Role::Replica, false)]);
+        recompute(true, 2_000);
+        assert!(issuing_refused());
+        assert!(refusal().contains("promoted"), "{}", refusal());
+        for second in 3..10 {
+            follow_table(&[entry('m', Role::Replica, false)]);
+            recompute(true, second * 1_000);
+            assert!(issuing_refused(), "the other node is still a member");
+        }
+        follow_table(&[entry('m', Role::Replica, true)]);
+        recompute(true, 4_000);
+        assert!(!issuing_refused());
+    }
+}
