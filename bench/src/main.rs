@@ -67,8 +67,26 @@ fn machine() -> String {
     )
 }
 
+/// What `--help` prints: the usage in this file's header.
+const USAGE: &str = "\
+idgen-bench: side-by-side benchmarks of redis-idgen, written to BENCHMARKS.md.
+
+  idgen-bench [--quick] [--rounds N] [--floor-only]
+  idgen-bench buffers [--quick] [--rtts 5,25] [--tasks 4,16] [--local-only]
+  idgen-bench leases [--quick]
+
+Run it through scripts/bench.sh, which builds the module and the C floor module first
+(IDGEN_FLOOR_MODULE). --quick runs a small version; --floor-only compares idgen's commands
+with the C floor on every server and prints the ratios (IDGEN_MODULE=path/to/libidgen.so
+compares another build).
+";
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{USAGE}");
+        return;
+    }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if args.get(1).is_some_and(|a| a == "buffers") {
         // The buffers' cases are stated for two workers, whatever the machine.

@@ -281,3 +281,41 @@ fn a_lower_value_copied_or_restored_onto_a_counter_is_continued_above() {
         "{after_restore} repeats or precedes {after_copy}"
     );
 }
+
+/// Moves `key` from `conn`'s server to the server on `port` with `MIGRATE`.
+fn migrate(conn: &mut redis::Connection, key: &str, port: u16) {
+    let reply: String = cmd("MIGRATE")
+        .arg("127.0.0.1")
+        .arg(port)
+        .arg(key)
+        .arg(0)
+        .arg(5000)
+        .query(conn)
+        .unwrap();
+    assert_eq!(reply, "OK");
+}
+
+/// `MIGRATE` (a slot moved key by key on Redis 7 and 8, or by hand) away and back: the key
+/// leaves with its lowered value and comes back through `RESTORE`; its next call here
+/// continues above what this instance handed out, as after a rename away and back.
+#[test]
+fn a_lowered_counter_migrated_away_and_back_is_still_continued_above() {
+    let home = Server::start(&[]);
+    let away = Server::start(&[]);
+    let mut conn = home.conn();
+    next_count(&mut conn, "inv", 5);
+    set(&mut conn, "inv", 5);
+    let corrected = next(&mut conn, "inv");
+    set(&mut conn, "inv", 5);
+    migrate(&mut conn, "inv", away.port());
+    migrate(&mut away.conn(), "inv", home.port());
+    let back = next(&mut conn, "inv");
+    assert!(back > corrected, "{back} repeats or precedes {corrected}");
+
+    // A deliberate reset (DEL, then SET) still restarts the counter lower afterwards.
+    let deleted: i64 = cmd("DEL").arg("inv").query(&mut conn).unwrap();
+    assert_eq!(deleted, 1);
+    set(&mut conn, "inv", 5);
+    let reset = next(&mut conn, "inv");
+    assert!(reset < back, "DEL then SET restarts the counter: {reset} after {back}");
+}

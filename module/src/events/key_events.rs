@@ -10,6 +10,10 @@
 //! replaced. A plain write needs no event: the key then holds another value than the
 //! reservation's top, which the next call sees.
 //!
+//! A counter that leaves (deleted, expired, evicted, or moved away by `MIGRATE`) is kept in
+//! `state::departed` with what it handed out here; if it comes back through `RESTORE` (the
+//! way back of a `MIGRATE`), its next call continues above that, should it hold less.
+//!
 //! A flush (`FLUSHALL`, `FLUSHDB`) fires no key events; `flush_sweep` checks after it which
 //! of the remembered keys are really gone.
 
@@ -18,6 +22,8 @@ use std::ffi::CStr;
 use redis_module::Context;
 
 use crate::ffi::keyspace_events::{self, KeyEvent, KeyEventHandler};
+use crate::state::departed;
+use crate::state::failback_marks;
 use crate::state::instance;
 use crate::state::reservations;
 use crate::state::stats;
@@ -45,9 +51,13 @@ impl KeyEventHandler for ForgetReplacedKeys {
     fn handle(event: &KeyEvent<'_>) {
         let gone = KEY_GONE.contains(&event.name) || event.name == c"evicted";
         if gone {
-            let held = reservations::forget(event.db, event.key);
+            let Some(top) = reservations::forget(event.db, event.key) else {
+                return;
+            };
+            // `MIGRATE` moves a key away with this event: kept in case it comes back.
+            departed::record(event.db, event.key, top);
             // A counter that expires loses its value (`events::config_warnings` says so).
-            if held && event.name == c"expired" {
+            if event.name == c"expired" {
                 stats::SEGMENT_COUNTERS_EXPIRED.add(1);
             }
         } else if KEY_LEFT.contains(&event.name) {
@@ -55,6 +65,13 @@ impl KeyEventHandler for ForgetReplacedKeys {
         } else if KEY_ARRIVED.contains(&event.name) {
             reservations::carry_to(event.db, event.key, instance::config().identity.step);
         } else if KEY_REPLACED.contains(&event.name) {
+            if event.name == c"restore" {
+                // A counter back from a `MIGRATE` away continues above what it handed out
+                // here, if it comes back lower.
+                if let Some(top) = departed::take(event.db, event.key) {
+                    failback_marks::remember(event.db, event.key, top);
+                }
+            }
             let held = reservations::void(event.db, event.key);
             if held && event.name == c"expire" {
                 stats::SEGMENT_TTLS_SEEN.add(1);

@@ -1,4 +1,5 @@
 pub mod clock;
+pub mod departed;
 pub mod failback_marks;
 pub mod instance;
 pub mod leases;

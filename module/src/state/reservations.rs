@@ -302,7 +302,12 @@ pub fn carry_to(db: i32, key: &[u8], step: u64) -> bool {
 }
 
 /// Forgets `key` in `db` (it was deleted, expired, evicted, renamed or moved away).
-/// Returns whether the module held the key (it is a segment counter).
-pub fn forget(db: i32, key: &[u8]) -> bool {
-    in_db(db, |keys| keys.remove(key)).unwrap_or(false)
+/// Returns its reservation's top if the module held the key (it is a segment counter).
+pub fn forget(db: i32, key: &[u8]) -> Option<i64> {
+    in_db(db, |keys| {
+        let top = keys.get(key).map(Reservation::top);
+        keys.remove(key);
+        top
+    })
+    .flatten()
 }
