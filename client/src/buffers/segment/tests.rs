@@ -235,9 +235,9 @@ async fn callers_that_never_yield_still_let_the_prefetch_run_on_a_multi_thread_r
 /// The round trip of the source in [`busy_callers`].
 const BUSY_ROUND_TRIP: Duration = Duration::from_millis(10);
 
-/// One run of [`busy_callers`] at a time: two at once would put four busy worker threads
-/// on what may be two cores.
-static BUSY_RUNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// One run of [`busy_callers`] (or of the snowflake cache's busy callers) at a time: two
+/// at once would put four busy worker threads on what may be two cores.
+pub(crate) static BUSY_RUNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// What one task of [`busy_callers`] lived through in the window.
 #[derive(Debug)]
