@@ -317,5 +317,8 @@ fn a_lowered_counter_migrated_away_and_back_is_still_continued_above() {
     assert_eq!(deleted, 1);
     set(&mut conn, "inv", 5);
     let reset = next(&mut conn, "inv");
-    assert!(reset < back, "DEL then SET restarts the counter: {reset} after {back}");
+    assert!(
+        reset < back,
+        "DEL then SET restarts the counter: {reset} after {back}"
+    );
 }
