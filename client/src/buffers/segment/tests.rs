@@ -239,19 +239,47 @@ const BUSY_ROUND_TRIP: Duration = Duration::from_millis(10);
 /// at once would put four busy worker threads on what may be two cores.
 pub(crate) static BUSY_RUNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// What one task of [`busy_callers`] lived through in the window.
+/// What one busy task lived through in the window ([`busy_callers`], and the snowflake
+/// cache's busy callers).
 #[derive(Debug)]
 pub(crate) struct BusyTask {
     /// Values it took in the window.
-    taken: u64,
-    /// Its longest gap between two values, counted in the values the other tasks took (or
-    /// skipped) meanwhile: the source hands out 1, 2, 3… in order, so this is the distance
-    /// between the two values. A gap that began during the warm-up, or that ends only after
-    /// the window, counts whole.
-    gap_in_values: u64,
+    pub(crate) taken: u64,
+    /// Its longest gap between two values, counted in positions: the values the other
+    /// tasks took (or skipped) meanwhile — the segment source hands out 1, 2, 3… in order,
+    /// and the snowflake test counts each ID on one shared counter. A gap that began during
+    /// the warm-up, or that ends only after the window, counts whole.
+    pub(crate) gap_in_values: u64,
     /// The same gap in time, for the message only: a loaded machine that stops the whole
-    /// process stops every task at once, and the values count that as no gap.
-    gap: Duration,
+    /// process stops every task at once, and the positions count that as no gap.
+    pub(crate) gap: Duration,
+    last: u64,
+    last_at: std::time::Instant,
+    was_measuring: bool,
+}
+
+impl BusyTask {
+    pub(crate) fn new() -> Self {
+        BusyTask {
+            taken: 0,
+            gap_in_values: 0,
+            gap: Duration::ZERO,
+            last: 0,
+            last_at: std::time::Instant::now(),
+            was_measuring: false,
+        }
+    }
+
+    /// The task took the value at `position`, `measuring` if the window is open.
+    pub(crate) fn took(&mut self, position: u64, measuring: bool) {
+        let now = std::time::Instant::now();
+        if measuring || self.was_measuring {
+            self.gap_in_values = self.gap_in_values.max(position - self.last);
+            self.gap = self.gap.max(now - self.last_at);
+        }
+        self.taken += u64::from(measuring);
+        (self.last, self.last_at, self.was_measuring) = (position, now, measuring);
+    }
 }
 
 /// Four tasks on the test's runtime take values from one buffer in loops that never yield
@@ -273,28 +301,14 @@ pub(crate) async fn busy_callers(local: bool) -> (Vec<BusyTask>, u64) {
             let (buffer, measuring, stop) = (buffer.clone(), measuring.clone(), stop.clone());
             tokio::spawn(async move {
                 let mut handle = buffer.local();
-                let mut task = BusyTask {
-                    taken: 0,
-                    gap_in_values: 0,
-                    gap: Duration::ZERO,
-                };
-                let (mut last, mut last_at) = (0, std::time::Instant::now());
-                let mut was_measuring = false;
+                let mut task = BusyTask::new();
                 loop {
                     let value = if local {
                         handle.next().await
                     } else {
                         buffer.next().await
                     };
-                    let value = value.unwrap();
-                    let now = std::time::Instant::now();
-                    let measuring = measuring.load(Ordering::Relaxed);
-                    if measuring || was_measuring {
-                        task.gap_in_values = task.gap_in_values.max((value - last) as u64);
-                        task.gap = task.gap.max(now - last_at);
-                    }
-                    task.taken += u64::from(measuring);
-                    (last, last_at, was_measuring) = (value, now, measuring);
+                    task.took(value.unwrap() as u64, measuring.load(Ordering::Relaxed));
                     if stop.load(Ordering::Relaxed) {
                         return task;
                     }

@@ -433,21 +433,6 @@ async fn a_caller_that_finds_the_cache_empty_starts_a_refill_waiting_for_its_tim
     );
 }
 
-/// What one task of [`four_busy_callers_on_two_workers_all_get_ids_throughout`] lived
-/// through in the window.
-#[derive(Debug)]
-struct BusyTask {
-    /// IDs it took in the window.
-    taken: u64,
-    /// Its longest gap between two IDs, counted in the IDs the other tasks took meanwhile
-    /// (every task counts each ID it takes on one shared counter). A gap that began during
-    /// the warm-up, or that ends only after the window, counts whole.
-    gap_in_ids: u64,
-    /// The same gap in time, for the message only: a loaded machine that stops the whole
-    /// process stops every task at once, and the count treats that as no gap.
-    gap: std::time::Duration,
-}
-
 /// Four tasks that never yield on their own share a cache on two workers, with a source
 /// that takes 10 ms (the real clock), through ten batches after a warm-up of seven (the
 /// cold start's growth): none goes without an ID while the others take twice the largest
@@ -459,7 +444,8 @@ struct BusyTask {
 async fn four_busy_callers_on_two_workers_all_get_ids_throughout() {
     use std::sync::atomic::AtomicBool;
     const TASKS: usize = 4;
-    let _one_at_a_time = crate::buffers::segment::tests::BUSY_RUNS.lock().await;
+    use crate::buffers::segment::tests::{BusyTask, BUSY_RUNS};
+    let _one_at_a_time = BUSY_RUNS.lock().await;
     let source = Arc::new(CountingSource::with_round_trip(Duration::from_millis(10)));
     let cache = cache_with(&source, SnowflakeCacheOptions::default());
     let handed_out = Arc::new(AtomicU64::new(0));
@@ -470,24 +456,11 @@ async fn four_busy_callers_on_two_workers_all_get_ids_throughout() {
             let (cache, handed_out) = (cache.clone(), handed_out.clone());
             let (measuring, stop) = (measuring.clone(), stop.clone());
             tokio::spawn(async move {
-                let mut task = BusyTask {
-                    taken: 0,
-                    gap_in_ids: 0,
-                    gap: std::time::Duration::ZERO,
-                };
-                let (mut last, mut last_at) = (0, std::time::Instant::now());
-                let mut was_measuring = false;
+                let mut task = BusyTask::new();
                 loop {
                     std::hint::black_box(cache.next().await.unwrap());
                     let count = handed_out.fetch_add(1, Ordering::Relaxed) + 1;
-                    let now = std::time::Instant::now();
-                    let measuring = measuring.load(Ordering::Relaxed);
-                    if measuring || was_measuring {
-                        task.gap_in_ids = task.gap_in_ids.max(count - last);
-                        task.gap = task.gap.max(now - last_at);
-                    }
-                    task.taken += u64::from(measuring);
-                    (last, last_at, was_measuring) = (count, now, measuring);
+                    task.took(count, measuring.load(Ordering::Relaxed));
                     if stop.load(Ordering::Relaxed) {
                         return task;
                     }
@@ -519,9 +492,9 @@ async fn four_busy_callers_on_two_workers_all_get_ids_throughout() {
     for (n, task) in out.iter().enumerate() {
         assert!(task.taken > 0, "task {n} got no ID in the window");
         assert!(
-            task.gap_in_ids <= 2 * largest,
+            task.gap_in_values <= 2 * largest,
             "task {n} went {} IDs ({:?}) without one, batches of {largest} or fewer",
-            task.gap_in_ids,
+            task.gap_in_values,
             task.gap
         );
     }
