@@ -60,159 +60,89 @@ pub(crate) mod names {
     pub(crate) const FORMAT: &str = declared::FORMAT.word;
 }
 
-/// `Cmd` builders for the module's commands, for pipelines and cluster pipelines:
-/// `redis::pipe().add_command(idgen_client::commands::build::snowflake_next("orders"))`.
-pub mod build {
-    use super::names::*;
-    use super::*;
+/// Declares each command once: its doc line and how its `Cmd` is built. From the one list
+/// come the [`build`] functions (for pipelines) and the [`IdgenAsyncCommands`] methods (one
+/// round trip on any async connection, generic over the reply type as redis-rs's commands
+/// are).
+macro_rules! commands {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident($($arg:ident: $ty:ty),*) $(<$key:ident>)? => $body:expr;
+    )*) => {
+        /// `Cmd` builders for the module's commands, for pipelines and cluster pipelines:
+        /// `redis::pipe().add_command(idgen_client::commands::build::snowflake_next("orders"))`.
+        pub mod build {
+            use super::names::*;
+            use super::*;
 
-    /// `name first`: a command and its first argument (a key, or an ID).
-    fn command<A: ToRedisArgs>(name: &str, first: A) -> Cmd {
-        let mut cmd = redis::cmd(name);
-        cmd.arg(first);
-        cmd
-    }
+            /// The command `name` with `args` (a value, or a tuple of them, in order).
+            fn command(name: &str, args: impl ToRedisArgs) -> Cmd {
+                let mut cmd = redis::cmd(name);
+                cmd.arg(args);
+                cmd
+            }
 
-    /// `cmd word value`: `cmd` with an option added.
-    fn with<V: ToRedisArgs>(mut cmd: Cmd, word: &str, value: V) -> Cmd {
-        cmd.arg(word).arg(value);
-        cmd
-    }
+            $(
+                $(#[$doc])*
+                pub fn $name$(<$key: ToRedisArgs>)?($($arg: $ty),*) -> Cmd {
+                    $body
+                }
+            )*
+        }
 
-    /// `SNOWFLAKE.NEXT key`
-    pub fn snowflake_next<K: ToRedisArgs>(key: K) -> Cmd {
-        command(SNOWFLAKE_NEXT, key)
-    }
-
-    /// `SNOWFLAKE.NEXT key COUNT count`
-    pub fn snowflake_next_count<K: ToRedisArgs>(key: K, count: u32) -> Cmd {
-        with(snowflake_next(key), COUNT, count)
-    }
-
-    /// `SNOWFLAKE.NEXT key COUNT count SHARD shard`
-    pub fn snowflake_next_in_shard<K: ToRedisArgs>(key: K, count: u32, shard: u64) -> Cmd {
-        with(snowflake_next_count(key, count), SHARD, shard)
-    }
-
-    /// `SNOWFLAKE.NEXT key FORMAT format`: the ID as a string.
-    pub fn snowflake_next_as<K: ToRedisArgs>(key: K, format: IdFormat) -> Cmd {
-        with(snowflake_next(key), FORMAT, format.name())
-    }
-
-    /// `SEGMENT.NEXT key`
-    pub fn segment_next<K: ToRedisArgs>(key: K) -> Cmd {
-        command(SEGMENT_NEXT, key)
-    }
-
-    /// `SEGMENT.NEXT key COUNT count`: the range `[first, last, step]`.
-    pub fn segment_next_count<K: ToRedisArgs>(key: K, count: u64) -> Cmd {
-        with(segment_next(key), COUNT, count)
-    }
-
-    /// `SNOWFLAKE.DECODE id`
-    pub fn snowflake_decode(id: i64) -> Cmd {
-        command(SNOWFLAKE_DECODE, id)
-    }
-
-    /// `SNOWFLAKE.RANGE from-unix-ms to-unix-ms`
-    pub fn snowflake_range(from_unix_ms: u64, to_unix_ms: u64) -> Cmd {
-        let mut cmd = redis::cmd(SNOWFLAKE_RANGE);
-        cmd.arg(from_unix_ms).arg(to_unix_ms);
-        cmd
-    }
-
-    /// `SNOWFLAKE.COMPOSE unix-ms shard sequence`
-    pub fn snowflake_compose(unix_ms: u64, shard: u64, sequence: u64) -> Cmd {
-        let mut cmd = redis::cmd(SNOWFLAKE_COMPOSE);
-        cmd.arg(unix_ms).arg(shard).arg(sequence);
-        cmd
-    }
-
-    /// `IDGEN.IDENTITY`
-    pub fn idgen_identity() -> Cmd {
-        redis::cmd(IDGEN_IDENTITY)
-    }
-
-    /// `LEASE.ACQUIRE pool holder DURATION ms`: a free worker id of the pool and its window.
-    pub fn lease_acquire(pool: &str, holder: &str, duration_ms: u64) -> Cmd {
-        let mut cmd = command(LEASE_ACQUIRE, pool);
-        cmd.arg(holder);
-        with(cmd, DURATION, duration_ms)
-    }
-
-    /// `LEASE.RENEW pool worker-id holder DURATION ms`: the holder's window extended.
-    pub fn lease_renew(pool: &str, worker: u64, holder: &str, duration_ms: u64) -> Cmd {
-        let mut cmd = command(LEASE_RENEW, pool);
-        cmd.arg(worker).arg(holder);
-        with(cmd, DURATION, duration_ms)
-    }
-
-    /// `LEASE.RELEASE pool worker-id holder`: the holder's worker id given back.
-    pub fn lease_release(pool: &str, worker: u64, holder: &str) -> Cmd {
-        let mut cmd = command(LEASE_RELEASE, pool);
-        cmd.arg(worker).arg(holder);
-        cmd
-    }
-}
-
-macro_rules! command_method {
-    ($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) $(<$key:ident>)?) => {
-        $(#[$doc])*
-        fn $name<'a, $($key: ToRedisArgs + Send + Sync + 'a,)? RV: FromRedisValue>(
-            &'a mut self,
-            $($arg: $ty),*
-        ) -> RedisFuture<'a, RV> {
-            let cmd = build::$name($($arg),*);
-            Box::pin(async move { cmd.query_async(self).await })
+        /// The module's commands on any redis-rs async connection, generic over the reply
+        /// type as redis-rs's commands are: `let id: u64 = con.snowflake_next("orders").await?;`.
+        pub trait IdgenAsyncCommands: ConnectionLike + Send + Sized {
+            $(
+                $(#[$doc])*
+                fn $name<'a, $($key: ToRedisArgs + Send + Sync + 'a,)? RV: FromRedisValue>(
+                    &'a mut self,
+                    $($arg: $ty),*
+                ) -> RedisFuture<'a, RV> {
+                    let cmd = build::$name($($arg),*);
+                    Box::pin(async move { cmd.query_async(self).await })
+                }
+            )*
         }
     };
 }
 
-/// The module's commands on any redis-rs async connection, generic over the reply type as
-/// redis-rs's commands are: `let id: u64 = con.snowflake_next("orders").await?;`.
-pub trait IdgenAsyncCommands: ConnectionLike + Send + Sized {
-    command_method!(
-        /// `SNOWFLAKE.NEXT key`: one ID (read it as `u64`, `i64`, or [`crate::Id`] through
-        /// `i64`).
-        snowflake_next(key: K) <K>
-    );
-    command_method!(
-        /// `SNOWFLAKE.NEXT key COUNT count`: `count` increasing IDs (`Vec<u64>`).
-        snowflake_next_count(key: K, count: u32) <K>
-    );
-    command_method!(
-        /// `SNOWFLAKE.NEXT key COUNT count SHARD shard`.
-        snowflake_next_in_shard(key: K, count: u32, shard: u64) <K>
-    );
-    command_method!(
-        /// `SNOWFLAKE.NEXT key FORMAT format`: one ID as a string (`String`).
-        snowflake_next_as(key: K, format: IdFormat) <K>
-    );
-    command_method!(
-        /// `SEGMENT.NEXT key`: the next value of this node's class (`i64`).
-        segment_next(key: K) <K>
-    );
-    command_method!(
-        /// `SEGMENT.NEXT key COUNT count`: the range `(first, last, step)`.
-        segment_next_count(key: K, count: u64) <K>
-    );
-    command_method!(
-        /// `SNOWFLAKE.DECODE id`: field/value pairs (`HashMap<String, redis::Value>`).
-        snowflake_decode(id: i64)
-    );
-    command_method!(
-        /// `SNOWFLAKE.RANGE from-unix-ms to-unix-ms`: `(lowest, highest)`.
-        snowflake_range(from_unix_ms: u64, to_unix_ms: u64)
-    );
-    command_method!(
-        /// `SNOWFLAKE.COMPOSE unix-ms shard sequence`: the ID with these fields.
-        snowflake_compose(unix_ms: u64, shard: u64, sequence: u64)
-    );
-    command_method!(
-        /// `IDGEN.IDENTITY`: the node's step, offset, layout and module version
-        /// (`HashMap<String, String>`).
-        idgen_identity()
-    );
+commands! {
+    /// `SNOWFLAKE.NEXT key`: one ID (read it as `u64`, `i64`, or [`crate::Id`] through `i64`).
+    snowflake_next(key: K) <K> => command(SNOWFLAKE_NEXT, key);
+    /// `SNOWFLAKE.NEXT key COUNT count`: `count` increasing IDs (`Vec<u64>`).
+    snowflake_next_count(key: K, count: u32) <K> => command(SNOWFLAKE_NEXT, (key, COUNT, count));
+    /// `SNOWFLAKE.NEXT key COUNT count SHARD shard`.
+    snowflake_next_in_shard(key: K, count: u32, shard: u64) <K> =>
+        command(SNOWFLAKE_NEXT, (key, COUNT, count, SHARD, shard));
+    /// `SNOWFLAKE.NEXT key FORMAT format`: one ID as a string (`String`).
+    snowflake_next_as(key: K, format: IdFormat) <K> =>
+        command(SNOWFLAKE_NEXT, (key, FORMAT, format.name()));
+    /// `SEGMENT.NEXT key`: the next value of this node's class (`i64`).
+    segment_next(key: K) <K> => command(SEGMENT_NEXT, key);
+    /// `SEGMENT.NEXT key COUNT count`: the range `(first, last, step)`.
+    segment_next_count(key: K, count: u64) <K> => command(SEGMENT_NEXT, (key, COUNT, count));
+    /// `SNOWFLAKE.DECODE id`: field/value pairs (`HashMap<String, redis::Value>`).
+    snowflake_decode(id: i64) => command(SNOWFLAKE_DECODE, id);
+    /// `SNOWFLAKE.RANGE from-unix-ms to-unix-ms`: `(lowest, highest)`.
+    snowflake_range(from_unix_ms: u64, to_unix_ms: u64) =>
+        command(SNOWFLAKE_RANGE, (from_unix_ms, to_unix_ms));
+    /// `SNOWFLAKE.COMPOSE unix-ms shard sequence`: the ID with these fields.
+    snowflake_compose(unix_ms: u64, shard: u64, sequence: u64) =>
+        command(SNOWFLAKE_COMPOSE, (unix_ms, shard, sequence));
+    /// `IDGEN.IDENTITY`: the node's step, offset, layout and module version
+    /// (`HashMap<String, String>`).
+    idgen_identity() => redis::cmd(IDGEN_IDENTITY);
+    /// `LEASE.ACQUIRE pool holder DURATION ms`: a free worker id of the pool and its window
+    /// (see [`crate::LeasedGenerator`], which leases for you).
+    lease_acquire(pool: &str, holder: &str, duration_ms: u64) =>
+        command(LEASE_ACQUIRE, (pool, holder, DURATION, duration_ms));
+    /// `LEASE.RENEW pool worker-id holder DURATION ms`: the holder's window extended.
+    lease_renew(pool: &str, worker: u64, holder: &str, duration_ms: u64) =>
+        command(LEASE_RENEW, (pool, worker, holder, DURATION, duration_ms));
+    /// `LEASE.RELEASE pool worker-id holder`: the holder's worker id given back.
+    lease_release(pool: &str, worker: u64, holder: &str) =>
+        command(LEASE_RELEASE, (pool, worker, holder));
 }
 
 impl<C: ConnectionLike + Send + Sized> IdgenAsyncCommands for C {}
