@@ -41,7 +41,13 @@ mod tag {
     pub const REFUSED: u8 = 5;
     /// Shard values reserved for leased worker ids (u64; absent: 0).
     pub const LEASE_WORKERS: u8 = 6;
+    /// Never a field of this release: what [`super::Announcement::encode_as_later_release`]
+    /// sends in place of a field a later release adds.
+    pub const LATER_RELEASE: u8 = 0xF0;
 }
+
+/// The value of the stand-in for a later release's field.
+const LATER_RELEASE_FIELD: &[u8] = b"a field of a later release, 0.5 or after";
 
 /// One node's identity as it announces it, with its verdicts on others.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,6 +164,19 @@ impl Announcement {
             tag::LEASE_WORKERS,
             &self.lease_workers.to_le_bytes(),
         );
+        bytes
+    }
+
+    /// The bytes a later release could send for this announcement: a higher format version
+    /// and, after this release's records, one of a tag this release does not know. Sent
+    /// instead of [`Announcement::encode`]'s only under the hidden test setting
+    /// `idgen.debug-announce-future-record yes`, so that a real cluster shows nodes of this
+    /// release reading a later release's announcements (docs/identity.md, "The format
+    /// lasts").
+    pub fn encode_as_later_release(&self) -> Vec<u8> {
+        let mut bytes = self.encode();
+        bytes[MAGIC.len()] = FORMAT + 1;
+        record(&mut bytes, tag::LATER_RELEASE, LATER_RELEASE_FIELD);
         bytes
     }
 
@@ -331,6 +350,17 @@ mod tests {
         }
         record(&mut future, 9, &[1, 2, 3]);
         assert_eq!(Announcement::decode(&future), Some(sent));
+    }
+
+    #[test]
+    fn what_the_later_release_setting_sends_reads_as_this_release_sends_it() {
+        let sent = sample();
+        let later = sent.encode_as_later_release();
+        let now = sent.encode();
+        assert_eq!(later[4], FORMAT + 1);
+        assert_eq!(later[5..now.len()], now[5..]);
+        assert_eq!(later.len(), now.len() + 3 + LATER_RELEASE_FIELD.len());
+        assert_eq!(Announcement::decode(&later), Some(sent));
     }
 
     #[test]

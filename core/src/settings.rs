@@ -164,6 +164,16 @@ settings! {
         listed: false,
         ..Setting::integer("debug-lease-fence-off", 0, None)
     };
+    /// `idgen.debug-announce-future-record yes`: this node's identity announcements carry a
+    /// higher format version and a record of a tag this release does not know, as a later
+    /// release's would. Only for the test of a rolling upgrade to the next release; not
+    /// listed, and changeable at runtime only with `enable-protected-configs yes`.
+    DebugAnnounceFutureRecord = Setting {
+        kind: SettingKind::YesNo,
+        runtime: true,
+        listed: false,
+        ..Setting::integer("debug-announce-future-record", 0, None)
+    };
 }
 
 /// How far (1,000 days, in ms) the debug clock offset may move the module's clock.
@@ -249,7 +259,10 @@ mod tests {
 
     #[test]
     fn the_ids_and_the_table_agree() {
-        assert_eq!(SettingId::DebugLeaseFenceOff as usize, SETTINGS.len() - 1);
+        assert_eq!(
+            SettingId::DebugAnnounceFutureRecord as usize,
+            SETTINGS.len() - 1
+        );
         assert_eq!(SettingId::Step.setting().name, "step");
         assert_eq!(SettingId::LeaseMaxMs.setting().name, "lease-max-ms");
         let mut names: Vec<_> = SETTINGS.iter().map(|s| s.name).collect();

@@ -9,6 +9,11 @@
 //! still a member (a refusal never lifts because a node went quiet); healthy nodes restarted
 //! one by one after a wrong one (none of them starts refusing); a master restarted onto its
 //! own replica's offset (it keeps its slots issuing; the replica, once promoted, refuses).
+//!
+//! And a rolling upgrade to the next release half done: nodes that announce as a later
+//! release would (`idgen.debug-announce-future-record yes`: a higher format version, a record
+//! of an unknown tag) and nodes of this release read each other's announcements and find a
+//! shared offset together, whichever side started later.
 
 use std::time::{Duration, Instant};
 
@@ -424,4 +429,85 @@ fn a_master_on_its_replicas_offset_keeps_issuing_and_the_replica_refuses_once_pr
     wait_compared(&cluster, master.port);
     wait_on_every_node(&cluster, "no conflict", |info| conflicts(info) == 0);
     wait_refusing(&cluster, &promoted, &key, false);
+}
+
+/// The module arguments that make a node announce as a later release would: a higher format
+/// version and a record of a tag this release does not know (the hidden test setting).
+const LATER_RELEASE: [&str; 2] = ["debug-announce-future-record", "yes"];
+
+/// Every node holds a readable announcement from every other one: 5 peers, none unreadable.
+fn read_by_all(info: &[(String, String)]) -> bool {
+    field(info, "peers") == "5" && field(info, "announcements_unreadable") == "0"
+}
+
+#[test]
+fn nodes_of_this_release_and_of_a_later_one_find_a_shared_offset_together() {
+    let cluster = Cluster::start();
+    wait_on_every_node(&cluster, "5 peers", read_by_all);
+    let all = masters(&cluster);
+    // A rolling upgrade half done: two masters announce as the next release will (their
+    // replicas and the third master as this one does).
+    let later_release: Vec<NodeInfo> = all[..2]
+        .iter()
+        .map(|master| restart_master(&cluster, master.port, &LATER_RELEASE))
+        .collect();
+    let (new_a, new_b, old) = (&later_release[0], &later_release[1], &all[2]);
+    for node in [new_a, new_b] {
+        let setting: Vec<String> = cmd("CONFIG")
+            .arg("GET")
+            .arg("idgen.debug-announce-future-record")
+            .query(&mut cluster.node_conn(node.port))
+            .unwrap();
+        assert_eq!(setting[1], "yes", "node {}", node.port);
+    }
+    wait_on_every_node(&cluster, "every announcement read, no conflict", |info| {
+        read_by_all(info) && conflicts(info) == 0
+    });
+
+    // The later node of a shared offset: of the later release with an earlier node of the
+    // later release, then with an earlier node of this one; of this release with an earlier
+    // node of the later one.
+    for (later, earlier, release) in [
+        (new_b, new_a, &LATER_RELEASE[..]),
+        (new_b, old, &LATER_RELEASE[..]),
+        (old, new_a, &[][..]),
+    ] {
+        let (taken, own) = (
+            offset_of(&cluster, earlier.port),
+            offset_of(&cluster, later.port),
+        );
+        let with = |offset| -> Vec<&str> { [release, &["offset", offset]].concat() };
+        let later = restart_master(&cluster, later.port, &with(&taken));
+        wait_on_every_node(
+            &cluster,
+            "the shared offset, every announcement read",
+            |info| {
+                let detail = field(info, "conflict_detail");
+                read_by_all(info)
+                    && conflicts(info) == 1
+                    && detail.contains(&format!("offset {taken} is used by both"))
+                    && detail.contains(&earlier.id)
+                    && detail.contains(&later.id)
+            },
+        );
+        let key = key_on(&cluster, &later);
+        assert!(
+            refuses(&cluster, &later, &key),
+            "the later node {} issues",
+            later.port
+        );
+        let info = idgen_info(&cluster, later.port);
+        assert_eq!(field(&info, "identity_standing"), "refusing");
+        assert!(
+            field(&info, "identity_refusal").contains(&earlier.id),
+            "{info:?}"
+        );
+        others_issue(&cluster, later.port);
+
+        let later = restart_master(&cluster, later.port, &with(&own));
+        wait_on_every_node(&cluster, "no conflict, every announcement read", |info| {
+            read_by_all(info) && conflicts(info) == 0
+        });
+        wait_refusing(&cluster, &later, &key, false);
+    }
 }

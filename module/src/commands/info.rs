@@ -110,6 +110,10 @@ fn add_fields(fields: &InfoFields<'_>) {
         "announcements_received",
         stats::ANNOUNCEMENTS_RECEIVED.get(),
     );
+    number(
+        "announcements_unreadable",
+        stats::ANNOUNCEMENTS_UNREADABLE.get(),
+    );
     // Leased worker ids.
     let lease_band = leases::setup().band;
     number("lease_workers", lease_band.count);

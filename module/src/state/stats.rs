@@ -86,6 +86,10 @@ pub static CONFLICT_REFUSALS: Counter = Counter::new();
 pub static ANNOUNCEMENTS_SENT: Counter = Counter::new();
 /// Identity announcements this node received from other nodes.
 pub static ANNOUNCEMENTS_RECEIVED: Counter = Counter::new();
+/// Received announcements this node could not read (another magic, an older format, a
+/// record cut short, a required field missing or malformed): ignored whole. A later
+/// release's announcement is read, its new fields skipped, and never counted here.
+pub static ANNOUNCEMENTS_UNREADABLE: Counter = Counter::new();
 /// Calls answered with any error.
 pub static ERRORS: Counter = Counter::new();
 
