@@ -302,22 +302,34 @@ fn move_slot_of(
     pick: u64,
     atomic: Option<AtomicMigration>,
 ) -> Result<(Ended, String), String> {
-    let listed = cluster_nodes(nodes).ok_or("no node answers CLUSTER NODES")?;
     let slot: u16 = query(nodes, 0, &["CLUSTER", "KEYSLOT", key])
         .or_else(|_| query(nodes, 1, &["CLUSTER", "KEYSLOT", key]))?;
-    let masters: Vec<&ClusterNode> = listed.iter().filter(|n| n.master && !n.failed).collect();
-    // The owner: the master that does not answer MOVED for the key.
-    let source = masters
-        .iter()
-        .copied()
-        .find(|m| {
+    // The owner: the master that does not answer MOVED for the key; looked for again while
+    // none answers (the owner cut off or stopped right now, or being failed over).
+    let deadline = Instant::now() + MOVE_STEP_FOR;
+    let (masters, source) = loop {
+        let masters: Vec<ClusterNode> = cluster_nodes(nodes)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| n.master && !n.failed)
+            .collect();
+        let owner = masters.iter().position(|m| {
             index_of(nodes, m.port).is_some_and(|i| {
                 query::<redis::Value>(nodes, i, &["TYPE", key])
                     .is_ok_and(|v| !matches!(v, redis::Value::Nil))
             })
-        })
-        .ok_or("no master owns the slot")?;
-    let others: Vec<&&ClusterNode> = masters.iter().filter(|m| m.id != source.id).collect();
+        });
+        match owner {
+            Some(owner) => {
+                let source = masters[owner].clone();
+                break (masters, source);
+            }
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            None => return Err(format!("no master owned the slot for {MOVE_STEP_FOR:?}")),
+        }
+    };
+    let source = &source;
+    let others: Vec<&ClusterNode> = masters.iter().filter(|m| m.id != source.id).collect();
     if others.is_empty() {
         return Err("no other master".into());
     }
@@ -531,7 +543,9 @@ fn migrate_by_migrateslots(
                 Some("success") => {
                     return Ok((Ended::Moved, format!("job completed in {took}{after}")))
                 }
-                Some(state) if state.contains("fail") || state.contains("cancel") => {
+                // Valkey's ends: success, failed, cancelled (its in-progress states include
+                // failover-requested and failover-granted).
+                Some(state @ ("failed" | "cancelled")) => {
                     let message = job
                         .and_then(|job| job.get("message").cloned())
                         .filter(|message| !message.is_empty())
