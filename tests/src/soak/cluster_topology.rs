@@ -1,8 +1,12 @@
 //! The Cluster deployment of a soak: three masters and three replicas, each its own offset,
 //! created with `redis-cli --cluster create`; the nemesis adds `CLUSTER FAILOVER` and slot
-//! moves by MIGRATE under load.
+//! moves under load: by MIGRATE, or — on servers with an atomic slot migration of their
+//! own (Redis 8.4+'s `CLUSTER MIGRATION`, Valkey 9's `CLUSTER MIGRATESLOTS`) — half the
+//! time by that.
 
+use std::collections::BTreeMap;
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::deployment::{Network, Node, Nodes};
@@ -12,6 +16,71 @@ use crate::cluster::NodeInfo as ClusterNode;
 /// The cluster topology as the nemesis sees it.
 pub struct ClusterTopology {
     keys: Vec<String>,
+    /// The server's own atomic slot migration, if it has one (asked at start).
+    atomic: Option<AtomicMigration>,
+    /// How the slot moves ended, by the way they were made.
+    moves: Mutex<BTreeMap<(&'static str, Ended), usize>>,
+}
+
+/// A server's own atomic slot migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicMigration {
+    /// Redis 8.4+: `CLUSTER MIGRATION IMPORT` sent to the target, which returns a task id
+    /// (`CLUSTER MIGRATION STATUS ID`, `CANCEL ID`).
+    Redis,
+    /// Valkey 9+: `CLUSTER MIGRATESLOTS` sent to the source (`CLUSTER GETSLOTMIGRATIONS`,
+    /// `CANCELSLOTMIGRATIONS`).
+    Valkey,
+}
+
+impl AtomicMigration {
+    /// The one the server whose `INFO server` is `info` has, if any.
+    pub fn of_server(info: &str) -> Option<AtomicMigration> {
+        let version = |field: &str| -> Option<(u32, u32)> {
+            let text = crate::info_line(info, field)?;
+            let mut parts = text.split('.').map(|part| part.parse::<u32>().ok());
+            Some((parts.next()??, parts.next().flatten().unwrap_or(0)))
+        };
+        if crate::info_line(info, "server_name").as_deref() == Some("valkey") {
+            version("valkey_version")
+                .filter(|&v| v >= (9, 0))
+                .map(|_| AtomicMigration::Valkey)
+        } else {
+            version("redis_version")
+                .filter(|&v| v >= (8, 4))
+                .map(|_| AtomicMigration::Redis)
+        }
+    }
+
+    /// The command's name, for the log and the summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicMigration::Redis => "CLUSTER MIGRATION",
+            AtomicMigration::Valkey => "CLUSTER MIGRATESLOTS",
+        }
+    }
+}
+
+/// How a slot move ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ended {
+    /// The target owns the slot.
+    Moved,
+    /// An atomic migration failed, was cancelled, or was forgotten by a restarted node: the
+    /// server keeps the slot on the source.
+    Stayed,
+    /// Refused or given up before the end (a MIGRATE move may be left half done).
+    NotMoved,
+}
+
+impl Ended {
+    fn text(self) -> &'static str {
+        match self {
+            Ended::Moved => "moved",
+            Ended::Stayed => "failed or cancelled (the slot stayed)",
+            Ended::NotMoved => "not moved",
+        }
+    }
 }
 
 /// The soak's keys (`soak:0`…; the clients add `:sf` and `:seg`): enough that every
@@ -53,6 +122,75 @@ fn query<T: redis::FromRedisValue>(
 
 /// How long a step of a slot move is tried again while its node is cut off or stopped.
 const MOVE_STEP_FOR: Duration = Duration::from_secs(30);
+
+/// How long an atomic migration may run before the soak cancels it (one for a few keys
+/// takes milliseconds; faults last at most a few seconds).
+const ATOMIC_MOVE_FOR: Duration = Duration::from_secs(20);
+
+/// [`query`], tried again every 200 ms for [`MOVE_STEP_FOR`] while the node cannot be
+/// reached or is loading its data; a refusal is returned at once.
+fn query_while_unreachable<T: redis::FromRedisValue>(
+    nodes: &Nodes,
+    index: usize,
+    args: &[&str],
+) -> Result<T, String> {
+    let deadline = Instant::now() + MOVE_STEP_FOR;
+    loop {
+        let conn = nodes[index].lock().unwrap().conn();
+        let result = conn.and_then(|mut conn| redis::cmd(args[0]).arg(&args[1..]).query(&mut conn));
+        match result {
+            Ok(value) => return Ok(value),
+            Err(e)
+                if Instant::now() < deadline
+                    && (e.is_io_error()
+                        || e.is_timeout()
+                        || e.is_connection_refusal()
+                        || e.is_connection_dropped()
+                        || e.code() == Some("LOADING")) =>
+            {
+                std::thread::sleep(Duration::from_millis(200))
+            }
+            Err(e) => return Err(format!("{}: {e}", args.join(" "))),
+        }
+    }
+}
+
+/// The fields of one entry of a status reply (a flat list of names and values in RESP2, a
+/// map in RESP3), as text.
+fn fields(entry: &redis::Value) -> BTreeMap<String, String> {
+    let text = |value: &redis::Value| redis::from_redis_value::<String>(value.clone()).ok();
+    let pairs: Vec<(&redis::Value, &redis::Value)> = match entry {
+        redis::Value::Array(items) => items.chunks_exact(2).map(|p| (&p[0], &p[1])).collect(),
+        redis::Value::Map(pairs) => pairs.iter().map(|(k, v)| (k, v)).collect(),
+        _ => Vec::new(),
+    };
+    pairs
+        .into_iter()
+        .filter_map(|(name, value)| Some((text(name)?, text(value).unwrap_or_default())))
+        .collect()
+}
+
+/// The entries of a reply listing several (`CLUSTER GETSLOTMIGRATIONS`), or of one
+/// (`CLUSTER MIGRATION STATUS ID`, which may list its one entry directly).
+fn entries(reply: &redis::Value) -> Vec<BTreeMap<String, String>> {
+    match reply {
+        redis::Value::Array(items)
+            if items
+                .iter()
+                .all(|item| matches!(item, redis::Value::Array(_) | redis::Value::Map(_))) =>
+        {
+            items.iter().map(fields).collect()
+        }
+        one => {
+            let one = fields(one);
+            if one.is_empty() {
+                Vec::new()
+            } else {
+                vec![one]
+            }
+        }
+    }
+}
 
 /// [`query`], tried again every 200 ms for [`MOVE_STEP_FOR`]: a step of a slot move must
 /// not be skipped because its node is partitioned or paused right now (faults last at most
@@ -106,10 +244,39 @@ impl Topology for ClusterTopology {
             self.keys[pick as usize % self.keys.len()],
             if pick & 1 == 0 { "sf" } else { "seg" }
         );
-        match move_slot_of(nodes, &key, pick) {
+        // Half the moves (a bit of the seed's pick, so a seed replays) use the server's own
+        // atomic migration where it has one.
+        let atomic = self.atomic.filter(|_| (pick >> 40) & 1 == 1);
+        let how = atomic.map_or("MIGRATE", AtomicMigration::name);
+        let (ended, text) = match move_slot_of(nodes, &key, pick, atomic) {
             Ok(done) => done,
-            Err(e) => format!("slot of {key} not moved: {e}"),
-        }
+            Err(e) => (
+                Ended::NotMoved,
+                format!("slot of {key} not moved by {how}: {e}"),
+            ),
+        };
+        *self.moves.lock().unwrap().entry((how, ended)).or_default() += 1;
+        text
+    }
+
+    fn summary(&self) -> Option<String> {
+        let moves = self.moves.lock().unwrap();
+        let kinds = match self.atomic {
+            Some(atomic) => format!("MIGRATE or {} (half each)", atomic.name()),
+            None => "MIGRATE only (the server has no atomic slot migration)".into(),
+        };
+        let counted: Vec<String> = moves
+            .iter()
+            .map(|((how, ended), count)| format!("{count} by {how} {}", ended.text()))
+            .collect();
+        Some(format!(
+            "slot moves by {kinds}: {}",
+            if counted.is_empty() {
+                "none".to_string()
+            } else {
+                counted.join(", ")
+            }
+        ))
     }
 
     fn healed(&self, nodes: &Nodes) -> bool {
@@ -126,25 +293,43 @@ impl Topology for ClusterTopology {
     }
 }
 
-/// Moves the slot of `key` from its master to another one: IMPORTING/MIGRATING, MIGRATE of
-/// its keys in batches while the clients keep calling, then SETSLOT NODE on every master.
-fn move_slot_of(nodes: &Nodes, key: &str, pick: u64) -> Result<String, String> {
-    let listed = cluster_nodes(nodes).ok_or("no node answers CLUSTER NODES")?;
+/// Moves the slot of `key` from its master to another one, with `atomic` if given, else:
+/// IMPORTING/MIGRATING, MIGRATE of its keys in batches while the clients keep calling, then
+/// SETSLOT NODE on every master.
+fn move_slot_of(
+    nodes: &Nodes,
+    key: &str,
+    pick: u64,
+    atomic: Option<AtomicMigration>,
+) -> Result<(Ended, String), String> {
     let slot: u16 = query(nodes, 0, &["CLUSTER", "KEYSLOT", key])
         .or_else(|_| query(nodes, 1, &["CLUSTER", "KEYSLOT", key]))?;
-    let masters: Vec<&ClusterNode> = listed.iter().filter(|n| n.master && !n.failed).collect();
-    // The owner: the master that does not answer MOVED for the key.
-    let source = masters
-        .iter()
-        .copied()
-        .find(|m| {
+    // The owner: the master that does not answer MOVED for the key; looked for again while
+    // none answers (the owner cut off or stopped right now, or being failed over).
+    let deadline = Instant::now() + MOVE_STEP_FOR;
+    let (masters, source) = loop {
+        let masters: Vec<ClusterNode> = cluster_nodes(nodes)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| n.master && !n.failed)
+            .collect();
+        let owner = masters.iter().position(|m| {
             index_of(nodes, m.port).is_some_and(|i| {
                 query::<redis::Value>(nodes, i, &["TYPE", key])
                     .is_ok_and(|v| !matches!(v, redis::Value::Nil))
             })
-        })
-        .ok_or("no master owns the slot")?;
-    let others: Vec<&&ClusterNode> = masters.iter().filter(|m| m.id != source.id).collect();
+        });
+        match owner {
+            Some(owner) => {
+                let source = masters[owner].clone();
+                break (masters, source);
+            }
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            None => return Err(format!("no master owned the slot for {MOVE_STEP_FOR:?}")),
+        }
+    };
+    let source = &source;
+    let others: Vec<&ClusterNode> = masters.iter().filter(|m| m.id != source.id).collect();
     if others.is_empty() {
         return Err("no other master".into());
     }
@@ -153,6 +338,27 @@ fn move_slot_of(nodes: &Nodes, key: &str, pick: u64) -> Result<String, String> {
         index_of(nodes, source.port).ok_or("source")?,
         index_of(nodes, target.port).ok_or("target")?,
     );
+    let label = |i: usize| nodes[i].lock().unwrap().label.clone();
+    if let Some(atomic) = atomic {
+        let (ended, how) = match atomic {
+            AtomicMigration::Redis => import_by_cluster_migration(nodes, t, slot)?,
+            AtomicMigration::Valkey => migrate_by_migrateslots(nodes, s, &target.id, slot)?,
+        };
+        let verb = if ended == Ended::Moved {
+            "moved"
+        } else {
+            "not moved"
+        };
+        return Ok((
+            ended,
+            format!(
+                "slot {slot} ({key}) {verb} from {} to {} by {}: {how}",
+                label(s),
+                label(t),
+                atomic.name()
+            ),
+        ));
+    }
     let slot_text = slot.to_string();
     // Nothing is changed yet if the first step fails. After it, every step is tried until
     // its node answers: a move given up half way leaves the slot IMPORTING or MIGRATING for
@@ -203,12 +409,175 @@ fn move_slot_of(nodes: &Nodes, key: &str, pick: u64) -> Result<String, String> {
             );
         }
     }
-    let label = |i: usize| nodes[i].lock().unwrap().label.clone();
-    Ok(format!(
-        "slot {slot} ({key}, {moved} keys) moved from {} to {} by MIGRATE",
-        label(s),
-        label(t)
+    Ok((
+        Ended::Moved,
+        format!(
+            "slot {slot} ({key}, {moved} keys) moved from {} to {} by MIGRATE",
+            label(s),
+            label(t)
+        ),
     ))
+}
+
+/// Redis 8.4+: `CLUSTER MIGRATION IMPORT slot slot` on the target (node `t`), then its task's
+/// state until it ends; cut off or stopped nodes are asked again, and a task still running
+/// after [`ATOMIC_MOVE_FOR`] is cancelled. How it ended, and the task's story.
+fn import_by_cluster_migration(
+    nodes: &Nodes,
+    t: usize,
+    slot: u16,
+) -> Result<(Ended, String), String> {
+    let slot_text = slot.to_string();
+    let id: String = query_while_unreachable(
+        nodes,
+        t,
+        &["CLUSTER", "MIGRATION", "IMPORT", &slot_text, &slot_text],
+    )?;
+    let started = Instant::now();
+    let mut cancelled = None;
+    loop {
+        if started.elapsed() > ATOMIC_MOVE_FOR + MOVE_STEP_FOR {
+            return Err(format!(
+                "task {id}: no end seen{}",
+                cancelled.unwrap_or_default()
+            ));
+        }
+        // An unanswered status (the target cut off, stopped or restarting) is asked again.
+        if let Ok(reply) =
+            query::<redis::Value>(nodes, t, &["CLUSTER", "MIGRATION", "STATUS", "ID", &id])
+        {
+            let task = entries(&reply).into_iter().next();
+            let state = task.as_ref().and_then(|task| task.get("state").cloned());
+            let took = format!("{:.1} s", started.elapsed().as_secs_f64());
+            let after = cancelled.as_deref().unwrap_or("");
+            match state.as_deref() {
+                Some("completed") => {
+                    let story = format!("task {id} completed in {took}{after}");
+                    return Ok((Ended::Moved, story));
+                }
+                Some(state @ ("failed" | "canceled")) => {
+                    let error = task
+                        .and_then(|task| task.get("last_error").cloned())
+                        .filter(|error| !error.is_empty())
+                        .map(|error| format!(" ({error})"))
+                        .unwrap_or_default();
+                    let story = format!("task {id} {state} after {took}{error}{after}");
+                    return Ok((Ended::Stayed, story));
+                }
+                None => {
+                    let story = format!(
+                        "task {id} unknown to the target after {took} (restarted or failed \
+                         over){after}"
+                    );
+                    return Ok((Ended::Stayed, story));
+                }
+                Some(_) => {}
+            }
+        }
+        if cancelled.is_none() && started.elapsed() > ATOMIC_MOVE_FOR {
+            let reply = query_until_answered::<redis::Value>(
+                nodes,
+                t,
+                &["CLUSTER", "MIGRATION", "CANCEL", "ID", &id],
+            );
+            cancelled = Some(format!(
+                ", cancelled by the soak after {ATOMIC_MOVE_FOR:?} ({reply:?})"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Valkey 9+: `CLUSTER MIGRATESLOTS SLOTSRANGE slot slot NODE target` on the source (node
+/// `s`), then the new job's state there until it ends; cut off or stopped nodes are asked
+/// again, and a job still running after [`ATOMIC_MOVE_FOR`] is cancelled. How it ended, and
+/// the job's story.
+fn migrate_by_migrateslots(
+    nodes: &Nodes,
+    s: usize,
+    target_id: &str,
+    slot: u16,
+) -> Result<(Ended, String), String> {
+    let slot_text = slot.to_string();
+    let range = format!("{slot}-{slot}");
+    let jobs = |reply: &redis::Value| -> Vec<BTreeMap<String, String>> {
+        entries(reply)
+            .into_iter()
+            .filter(|job| job.get("slot_ranges") == Some(&range))
+            .collect()
+    };
+    let listed: redis::Value =
+        query_while_unreachable(nodes, s, &["CLUSTER", "GETSLOTMIGRATIONS"])?;
+    let before: Vec<String> = jobs(&listed)
+        .into_iter()
+        .filter_map(|job| job.get("name").cloned())
+        .collect();
+    query_while_unreachable::<()>(
+        nodes,
+        s,
+        &[
+            "CLUSTER",
+            "MIGRATESLOTS",
+            "SLOTSRANGE",
+            &slot_text,
+            &slot_text,
+            "NODE",
+            target_id,
+        ],
+    )?;
+    let started = Instant::now();
+    let mut cancelled = None;
+    loop {
+        if started.elapsed() > ATOMIC_MOVE_FOR + MOVE_STEP_FOR {
+            return Err(format!("job: no end seen{}", cancelled.unwrap_or_default()));
+        }
+        // An unanswered list (the source cut off, stopped or restarting) is asked again.
+        if let Ok(reply) = query::<redis::Value>(nodes, s, &["CLUSTER", "GETSLOTMIGRATIONS"]) {
+            let job = jobs(&reply)
+                .into_iter()
+                .find(|job| job.get("name").is_some_and(|name| !before.contains(name)));
+            let state = job.as_ref().and_then(|job| job.get("state").cloned());
+            let took = format!("{:.1} s", started.elapsed().as_secs_f64());
+            let after = cancelled.as_deref().unwrap_or("");
+            match state.as_deref() {
+                Some("success") => {
+                    return Ok((Ended::Moved, format!("job completed in {took}{after}")))
+                }
+                // Valkey's ends: success, failed, cancelled (its in-progress states include
+                // failover-requested and failover-granted).
+                Some(state @ ("failed" | "cancelled")) => {
+                    let message = job
+                        .and_then(|job| job.get("message").cloned())
+                        .filter(|message| !message.is_empty())
+                        .map(|message| format!(" ({message})"))
+                        .unwrap_or_default();
+                    return Ok((
+                        Ended::Stayed,
+                        format!("job {state} after {took}{message}{after}"),
+                    ));
+                }
+                None => {
+                    let story = format!(
+                        "job unknown to the source after {took} (restarted or failed \
+                         over){after}"
+                    );
+                    return Ok((Ended::Stayed, story));
+                }
+                Some(_) => {}
+            }
+        }
+        if cancelled.is_none() && started.elapsed() > ATOMIC_MOVE_FOR {
+            let reply = query_until_answered::<redis::Value>(
+                nodes,
+                s,
+                &["CLUSTER", "CANCELSLOTMIGRATIONS"],
+            );
+            cancelled = Some(format!(
+                ", cancelled by the soak after {ATOMIC_MOVE_FOR:?} ({reply:?})"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Starts six cluster nodes with `step` and `offsets` (and `extra_config` lines) and creates
@@ -249,7 +618,12 @@ pub fn start(
         ));
     }
     let nodes: Nodes = nodes.into_iter().map(std::sync::Mutex::new).collect();
-    let topology = ClusterTopology { keys: keys() };
+    let info: String = query(&nodes, 0, &["INFO", "server"])?;
+    let topology = ClusterTopology {
+        keys: keys(),
+        atomic: AtomicMigration::of_server(&info),
+        moves: Mutex::new(BTreeMap::new()),
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
     while !topology.healed(&nodes) {
         if Instant::now() > deadline {
@@ -258,4 +632,78 @@ pub fn start(
         std::thread::sleep(Duration::from_millis(200));
     }
     Ok((nodes, topology))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value;
+
+    fn bulk(text: &str) -> Value {
+        Value::BulkString(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn the_atomic_migration_is_the_servers_own_from_its_version() {
+        let redis = |version: &str| {
+            format!("# Server\r\nredis_version:{version}\r\nredis_mode:cluster\r\n")
+        };
+        let valkey = |version: &str| {
+            format!("# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:{version}\r\n")
+        };
+        assert_eq!(AtomicMigration::of_server(&redis("7.0.15")), None);
+        assert_eq!(AtomicMigration::of_server(&redis("8.2.3")), None);
+        assert_eq!(
+            AtomicMigration::of_server(&redis("8.4.0")),
+            Some(AtomicMigration::Redis)
+        );
+        assert_eq!(
+            AtomicMigration::of_server(&redis("8.6.2")),
+            Some(AtomicMigration::Redis)
+        );
+        assert_eq!(
+            AtomicMigration::of_server(&redis("9.0.0")),
+            Some(AtomicMigration::Redis)
+        );
+        assert_eq!(AtomicMigration::of_server(&valkey("8.1.8")), None);
+        assert_eq!(
+            AtomicMigration::of_server(&valkey("9.1.2")),
+            Some(AtomicMigration::Valkey)
+        );
+        assert_eq!(AtomicMigration::of_server(""), None);
+    }
+
+    #[test]
+    fn status_replies_are_read_as_one_or_several_entries() {
+        let task = Value::Array(vec![
+            bulk("id"),
+            bulk("81c1"),
+            bulk("state"),
+            bulk("completed"),
+            bulk("retries"),
+            Value::Int(0),
+        ]);
+        // CLUSTER MIGRATION STATUS ID: the task's fields directly, or inside a list.
+        let direct = entries(&task);
+        assert_eq!(direct.len(), 1);
+        assert_eq!(direct[0]["state"], "completed");
+        assert_eq!(direct[0]["retries"], "0");
+        assert_eq!(entries(&Value::Array(vec![task.clone()])), direct);
+        // An unknown id: an empty list, no entry.
+        assert!(entries(&Value::Array(Vec::new())).is_empty());
+        // CLUSTER GETSLOTMIGRATIONS: a list of jobs, in RESP2 or RESP3.
+        let job = |name: &str, state: &str| {
+            Value::Map(vec![
+                (bulk("name"), bulk(name)),
+                (bulk("slot_ranges"), bulk("100-100")),
+                (bulk("state"), bulk(state)),
+            ])
+        };
+        let jobs = entries(&Value::Array(vec![job("a", "success"), job("b", "failed")]));
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(
+            (jobs[1]["name"].as_str(), jobs[1]["state"].as_str()),
+            ("b", "failed")
+        );
+    }
 }

@@ -303,6 +303,9 @@ pub fn run(options: &Options) -> Result<Outcome, String> {
     );
     let log = nemesis.log.into_inner().unwrap();
     let applied = nemesis.applied.into_inner().unwrap();
+    if let Some(summary) = topology.summary() {
+        println!("soak: {summary}");
+    }
     drop(holders);
     drop(topology);
     drop(nodes);

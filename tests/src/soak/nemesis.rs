@@ -22,6 +22,10 @@ pub trait Topology: Sync {
     }
     /// Whether the deployment is whole: one master per shard, answering.
     fn healed(&self, nodes: &Nodes) -> bool;
+    /// A line for the soak's summary (Cluster: how the slot moves were made and ended).
+    fn summary(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A line of the fault log: when (ms since the start) and what.

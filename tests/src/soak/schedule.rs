@@ -54,8 +54,9 @@ pub enum FaultKind {
     DebugReload,
     /// `BGREWRITEAOF` on one node.
     RewriteAof,
-    /// Cluster only: move a slot holding soak keys to another master with MIGRATE under
-    /// load.
+    /// Cluster only: move a slot holding soak keys to another master under load, with
+    /// MIGRATE or (half the time, on servers that have one) the server's own atomic slot
+    /// migration.
     MoveSlot,
     /// Cluster only: an operator's mistake — a master restarted with another master's offset
     /// (or, half the time, with another step), and later restarted with its own again.
