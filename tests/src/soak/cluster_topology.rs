@@ -419,9 +419,81 @@ fn move_slot_of(
     ))
 }
 
-/// Redis 8.4+: `CLUSTER MIGRATION IMPORT slot slot` on the target (node `t`), then its task's
-/// state until it ends; cut off or stopped nodes are asked again, and a task still running
-/// after [`ATOMIC_MOVE_FOR`] is cancelled. How it ended, and the task's story.
+/// How a server reports one atomic slot migration: whom to ask, how to find the migration
+/// in the reply, the states that end it, and how to cancel it.
+struct Migration<'a> {
+    /// The node that runs it (Redis: the target; Valkey: the source).
+    node: usize,
+    /// The migration as stories name it ("task ID", "job").
+    name: String,
+    /// Which node `node` is, for the story of a migration it no longer knows.
+    node_is: &'a str,
+    status: &'a [&'a str],
+    find: &'a dyn Fn(&redis::Value) -> Option<BTreeMap<String, String>>,
+    /// The state of a migration that moved the slot.
+    completed: &'a str,
+    /// The states of one that ended without moving it.
+    failed: [&'a str; 2],
+    /// The field that says why it failed.
+    reason: &'a str,
+    cancel: &'a [&'a str],
+}
+
+/// Follows `migration` until it ends; cut off or stopped nodes are asked again, and a
+/// migration still running after [`ATOMIC_MOVE_FOR`] is cancelled. How it ended, and its
+/// story.
+fn follow_to_its_end(nodes: &Nodes, migration: Migration<'_>) -> Result<(Ended, String), String> {
+    let Migration { node, name, .. } = &migration;
+    let started = Instant::now();
+    let mut cancelled = None;
+    loop {
+        if started.elapsed() > ATOMIC_MOVE_FOR + MOVE_STEP_FOR {
+            return Err(format!(
+                "{name}: no end seen{}",
+                cancelled.unwrap_or_default()
+            ));
+        }
+        // An unanswered status (the node cut off, stopped or restarting) is asked again.
+        if let Ok(reply) = query::<redis::Value>(nodes, *node, migration.status) {
+            let found = (migration.find)(&reply);
+            let state = found.as_ref().and_then(|found| found.get("state").cloned());
+            let took = format!("{:.1} s", started.elapsed().as_secs_f64());
+            let after = cancelled.as_deref().unwrap_or("");
+            match state.as_deref() {
+                Some(state) if state == migration.completed => {
+                    return Ok((Ended::Moved, format!("{name} completed in {took}{after}")));
+                }
+                Some(state) if migration.failed.contains(&state) => {
+                    let reason = found
+                        .and_then(|found| found.get(migration.reason).cloned())
+                        .filter(|reason| !reason.is_empty())
+                        .map(|reason| format!(" ({reason})"))
+                        .unwrap_or_default();
+                    let story = format!("{name} {state} after {took}{reason}{after}");
+                    return Ok((Ended::Stayed, story));
+                }
+                None => {
+                    let story = format!(
+                        "{name} unknown to {} after {took} (restarted or failed over){after}",
+                        migration.node_is
+                    );
+                    return Ok((Ended::Stayed, story));
+                }
+                Some(_) => {}
+            }
+        }
+        if cancelled.is_none() && started.elapsed() > ATOMIC_MOVE_FOR {
+            let reply = query_until_answered::<redis::Value>(nodes, *node, migration.cancel);
+            cancelled = Some(format!(
+                ", cancelled by the soak after {ATOMIC_MOVE_FOR:?} ({reply:?})"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Redis 8.4+: `CLUSTER MIGRATION IMPORT slot slot` on the target (node `t`), followed to its
+/// end. How it ended, and the task's story.
 fn import_by_cluster_migration(
     nodes: &Nodes,
     t: usize,
@@ -433,65 +505,24 @@ fn import_by_cluster_migration(
         t,
         &["CLUSTER", "MIGRATION", "IMPORT", &slot_text, &slot_text],
     )?;
-    let started = Instant::now();
-    let mut cancelled = None;
-    loop {
-        if started.elapsed() > ATOMIC_MOVE_FOR + MOVE_STEP_FOR {
-            return Err(format!(
-                "task {id}: no end seen{}",
-                cancelled.unwrap_or_default()
-            ));
-        }
-        // An unanswered status (the target cut off, stopped or restarting) is asked again.
-        if let Ok(reply) =
-            query::<redis::Value>(nodes, t, &["CLUSTER", "MIGRATION", "STATUS", "ID", &id])
-        {
-            let task = entries(&reply).into_iter().next();
-            let state = task.as_ref().and_then(|task| task.get("state").cloned());
-            let took = format!("{:.1} s", started.elapsed().as_secs_f64());
-            let after = cancelled.as_deref().unwrap_or("");
-            match state.as_deref() {
-                Some("completed") => {
-                    let story = format!("task {id} completed in {took}{after}");
-                    return Ok((Ended::Moved, story));
-                }
-                Some(state @ ("failed" | "canceled")) => {
-                    let error = task
-                        .and_then(|task| task.get("last_error").cloned())
-                        .filter(|error| !error.is_empty())
-                        .map(|error| format!(" ({error})"))
-                        .unwrap_or_default();
-                    let story = format!("task {id} {state} after {took}{error}{after}");
-                    return Ok((Ended::Stayed, story));
-                }
-                None => {
-                    let story = format!(
-                        "task {id} unknown to the target after {took} (restarted or failed \
-                         over){after}"
-                    );
-                    return Ok((Ended::Stayed, story));
-                }
-                Some(_) => {}
-            }
-        }
-        if cancelled.is_none() && started.elapsed() > ATOMIC_MOVE_FOR {
-            let reply = query_until_answered::<redis::Value>(
-                nodes,
-                t,
-                &["CLUSTER", "MIGRATION", "CANCEL", "ID", &id],
-            );
-            cancelled = Some(format!(
-                ", cancelled by the soak after {ATOMIC_MOVE_FOR:?} ({reply:?})"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    follow_to_its_end(
+        nodes,
+        Migration {
+            node: t,
+            name: format!("task {id}"),
+            node_is: "the target",
+            status: &["CLUSTER", "MIGRATION", "STATUS", "ID", &id],
+            find: &|reply| entries(reply).into_iter().next(),
+            completed: "completed",
+            failed: ["failed", "canceled"],
+            reason: "last_error",
+            cancel: &["CLUSTER", "MIGRATION", "CANCEL", "ID", &id],
+        },
+    )
 }
 
 /// Valkey 9+: `CLUSTER MIGRATESLOTS SLOTSRANGE slot slot NODE target` on the source (node
-/// `s`), then the new job's state there until it ends; cut off or stopped nodes are asked
-/// again, and a job still running after [`ATOMIC_MOVE_FOR`] is cancelled. How it ended, and
-/// the job's story.
+/// `s`), then the new job followed to its end. How it ended, and the job's story.
 fn migrate_by_migrateslots(
     nodes: &Nodes,
     s: usize,
@@ -525,59 +556,27 @@ fn migrate_by_migrateslots(
             target_id,
         ],
     )?;
-    let started = Instant::now();
-    let mut cancelled = None;
-    loop {
-        if started.elapsed() > ATOMIC_MOVE_FOR + MOVE_STEP_FOR {
-            return Err(format!("job: no end seen{}", cancelled.unwrap_or_default()));
-        }
-        // An unanswered list (the source cut off, stopped or restarting) is asked again.
-        if let Ok(reply) = query::<redis::Value>(nodes, s, &["CLUSTER", "GETSLOTMIGRATIONS"]) {
-            let job = jobs(&reply)
-                .into_iter()
-                .find(|job| job.get("name").is_some_and(|name| !before.contains(name)));
-            let state = job.as_ref().and_then(|job| job.get("state").cloned());
-            let took = format!("{:.1} s", started.elapsed().as_secs_f64());
-            let after = cancelled.as_deref().unwrap_or("");
-            match state.as_deref() {
-                Some("success") => {
-                    return Ok((Ended::Moved, format!("job completed in {took}{after}")))
-                }
-                // Valkey's ends: success, failed, cancelled (its in-progress states include
-                // failover-requested and failover-granted).
-                Some(state @ ("failed" | "cancelled")) => {
-                    let message = job
-                        .and_then(|job| job.get("message").cloned())
-                        .filter(|message| !message.is_empty())
-                        .map(|message| format!(" ({message})"))
-                        .unwrap_or_default();
-                    return Ok((
-                        Ended::Stayed,
-                        format!("job {state} after {took}{message}{after}"),
-                    ));
-                }
-                None => {
-                    let story = format!(
-                        "job unknown to the source after {took} (restarted or failed \
-                         over){after}"
-                    );
-                    return Ok((Ended::Stayed, story));
-                }
-                Some(_) => {}
-            }
-        }
-        if cancelled.is_none() && started.elapsed() > ATOMIC_MOVE_FOR {
-            let reply = query_until_answered::<redis::Value>(
-                nodes,
-                s,
-                &["CLUSTER", "CANCELSLOTMIGRATIONS"],
-            );
-            cancelled = Some(format!(
-                ", cancelled by the soak after {ATOMIC_MOVE_FOR:?} ({reply:?})"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let new_job = |reply: &redis::Value| {
+        jobs(reply)
+            .into_iter()
+            .find(|job| job.get("name").is_some_and(|name| !before.contains(name)))
+    };
+    follow_to_its_end(
+        nodes,
+        Migration {
+            node: s,
+            name: "job".into(),
+            node_is: "the source",
+            status: &["CLUSTER", "GETSLOTMIGRATIONS"],
+            find: &new_job,
+            // Valkey's ends: success, failed, cancelled (its in-progress states include
+            // failover-requested and failover-granted).
+            completed: "success",
+            failed: ["failed", "cancelled"],
+            reason: "message",
+            cancel: &["CLUSTER", "CANCELSLOTMIGRATIONS"],
+        },
+    )
 }
 
 /// Starts six cluster nodes with `step` and `offsets` (and `extra_config` lines) and creates
