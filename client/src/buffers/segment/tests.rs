@@ -282,6 +282,30 @@ impl BusyTask {
     }
 }
 
+/// Opens the window of a busy-callers run once `fetches` (how many the source was asked
+/// for) reaches the window's start, closes it at its end, then stops the `tasks` and
+/// returns what each lived through.
+pub(crate) async fn measure_window(
+    tasks: Vec<tokio::task::JoinHandle<BusyTask>>,
+    measuring: &std::sync::atomic::AtomicBool,
+    stop: &std::sync::atomic::AtomicBool,
+    fetches: impl Fn() -> usize,
+    window: std::ops::Range<usize>,
+) -> Vec<BusyTask> {
+    for (edge, open) in [(window.start, true), (window.end, false)] {
+        while fetches() < edge {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        measuring.store(open, Ordering::Relaxed);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut out = Vec::new();
+    for task in tasks {
+        out.push(task.await.unwrap());
+    }
+    out
+}
+
 /// Four tasks on the test's runtime take values from one buffer in loops that never yield
 /// on their own (`local`: each through its own `buffer.local()` handle), with a source
 /// that takes [`BUSY_ROUND_TRIP`] and ranges sized to last 1 s, through three range
@@ -318,23 +342,7 @@ pub(crate) async fn busy_callers(local: bool) -> (Vec<BusyTask>, u64) {
         .collect();
     // The window: from the third range asked for (the second, sized from a measured rate,
     // is in use) to the sixth (ranges 3, 4 and 5 were installed meanwhile).
-    let asked_for = |n: usize| {
-        let source = &source;
-        async move {
-            while sizes(source).len() < n {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        }
-    };
-    asked_for(3).await;
-    measuring.store(true, Ordering::Relaxed);
-    asked_for(6).await;
-    measuring.store(false, Ordering::Relaxed);
-    stop.store(true, Ordering::Relaxed);
-    let mut out = Vec::new();
-    for task in tasks {
-        out.push(task.await.unwrap());
-    }
+    let out = measure_window(tasks, &measuring, &stop, || sizes(&source).len(), 3..6).await;
     let sizes = sizes(&source);
     eprintln!("range sizes {sizes:?}; per task: {out:?}");
     (out, sizes[2..].iter().copied().min().unwrap())

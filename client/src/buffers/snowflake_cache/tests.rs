@@ -444,7 +444,7 @@ async fn a_caller_that_finds_the_cache_empty_starts_a_refill_waiting_for_its_tim
 async fn four_busy_callers_on_two_workers_all_get_ids_throughout() {
     use std::sync::atomic::AtomicBool;
     const TASKS: usize = 4;
-    use crate::buffers::segment::tests::{BusyTask, BUSY_RUNS};
+    use crate::buffers::segment::tests::{measure_window, BusyTask, BUSY_RUNS};
     let _one_at_a_time = BUSY_RUNS.lock().await;
     let source = Arc::new(CountingSource::with_round_trip(Duration::from_millis(10)));
     let cache = cache_with(&source, SnowflakeCacheOptions::default());
@@ -468,23 +468,7 @@ async fn four_busy_callers_on_two_workers_all_get_ids_throughout() {
             })
         })
         .collect();
-    let asked_for = |n: usize| {
-        let source = &source;
-        async move {
-            while batches(source).len() < n {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        }
-    };
-    asked_for(8).await;
-    measuring.store(true, Ordering::Relaxed);
-    asked_for(18).await;
-    measuring.store(false, Ordering::Relaxed);
-    stop.store(true, Ordering::Relaxed);
-    let mut out = Vec::new();
-    for task in tasks {
-        out.push(task.await.unwrap());
-    }
+    let out = measure_window(tasks, &measuring, &stop, || batches(&source).len(), 8..18).await;
     // The batches asked for in the window: from the eighth to the eighteenth.
     let batches = batches(&source);
     let largest = u64::from(batches[7..].iter().copied().max().unwrap());
