@@ -109,15 +109,36 @@ fn query<T: redis::FromRedisValue>(
     index: usize,
     args: &[&str],
 ) -> Result<T, String> {
-    let mut conn = nodes[index]
-        .lock()
-        .unwrap()
-        .conn()
-        .map_err(|e| e.to_string())?;
-    redis::cmd(args[0])
-        .arg(&args[1..])
-        .query(&mut conn)
-        .map_err(|e| e.to_string())
+    query_once(nodes, index, args).map_err(|e| e.to_string())
+}
+
+fn query_once<T: redis::FromRedisValue>(
+    nodes: &Nodes,
+    index: usize,
+    args: &[&str],
+) -> redis::RedisResult<T> {
+    let conn = nodes[index].lock().unwrap().conn();
+    conn.and_then(|mut conn| redis::cmd(args[0]).arg(&args[1..]).query(&mut conn))
+}
+
+/// [`query`], tried again every 200 ms for [`MOVE_STEP_FOR`] while `again` says an error is
+/// worth it; the last error otherwise.
+fn query_retried<T: redis::FromRedisValue>(
+    nodes: &Nodes,
+    index: usize,
+    args: &[&str],
+    again: fn(&redis::RedisError) -> bool,
+) -> Result<T, String> {
+    let deadline = Instant::now() + MOVE_STEP_FOR;
+    loop {
+        match query_once(nodes, index, args) {
+            Ok(value) => return Ok(value),
+            Err(e) if Instant::now() < deadline && again(&e) => {
+                std::thread::sleep(Duration::from_millis(200))
+            }
+            Err(e) => return Err(format!("{}: {e}", args.join(" "))),
+        }
+    }
 }
 
 /// How long a step of a slot move is tried again while its node is cut off or stopped.
@@ -134,25 +155,13 @@ fn query_while_unreachable<T: redis::FromRedisValue>(
     index: usize,
     args: &[&str],
 ) -> Result<T, String> {
-    let deadline = Instant::now() + MOVE_STEP_FOR;
-    loop {
-        let conn = nodes[index].lock().unwrap().conn();
-        let result = conn.and_then(|mut conn| redis::cmd(args[0]).arg(&args[1..]).query(&mut conn));
-        match result {
-            Ok(value) => return Ok(value),
-            Err(e)
-                if Instant::now() < deadline
-                    && (e.is_io_error()
-                        || e.is_timeout()
-                        || e.is_connection_refusal()
-                        || e.is_connection_dropped()
-                        || e.code() == Some("LOADING")) =>
-            {
-                std::thread::sleep(Duration::from_millis(200))
-            }
-            Err(e) => return Err(format!("{}: {e}", args.join(" "))),
-        }
-    }
+    query_retried(nodes, index, args, |e| {
+        e.is_io_error()
+            || e.is_timeout()
+            || e.is_connection_refusal()
+            || e.is_connection_dropped()
+            || e.code() == Some("LOADING")
+    })
 }
 
 /// The fields of one entry of a status reply (a flat list of names and values in RESP2, a
@@ -200,19 +209,7 @@ fn query_until_answered<T: redis::FromRedisValue>(
     index: usize,
     args: &[&str],
 ) -> Result<T, String> {
-    let deadline = Instant::now() + MOVE_STEP_FOR;
-    loop {
-        match query(nodes, index, args) {
-            Ok(value) => return Ok(value),
-            Err(e) if Instant::now() > deadline => {
-                return Err(format!(
-                    "{} failed for {MOVE_STEP_FOR:?}: {e}",
-                    args.join(" ")
-                ))
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(200)),
-        }
-    }
+    query_retried(nodes, index, args, |_| true)
 }
 
 impl Topology for ClusterTopology {
