@@ -10,7 +10,7 @@
 //! replaced. A plain write needs no event: the key then holds another value than the
 //! reservation's top, which the next call sees.
 //!
-//! A counter that leaves (deleted, expired, evicted, or moved away by `MIGRATE`) is kept in
+//! A counter deleted (`DEL`, `UNLINK`, or moved away by `MIGRATE`) is kept in
 //! `state::departed` with what it handed out here; if it comes back through `RESTORE` (the
 //! way back of a `MIGRATE`), its next call continues above that, should it hold less.
 //!
@@ -54,8 +54,12 @@ impl KeyEventHandler for ForgetReplacedKeys {
             let Some(top) = reservations::forget(event.db, event.key) else {
                 return;
             };
-            // `MIGRATE` moves a key away with this event: kept in case it comes back.
-            departed::record(event.db, event.key, top);
+            // `MIGRATE` moves a key away with `del`: kept in case it comes back. Not an
+            // expired or evicted one: eviction frees memory, which the record would take
+            // back under the same pressure (a counter that expires loses its value anyway).
+            if event.name == c"del" {
+                departed::record(event.db, event.key, top);
+            }
             // A counter that expires loses its value (`events::config_warnings` says so).
             if event.name == c"expired" {
                 stats::SEGMENT_COUNTERS_EXPIRED.add(1);

@@ -1,6 +1,7 @@
-//! The counters that left this instance lately (deleted, expired, evicted — and so moved
-//! away by `MIGRATE`, which deletes the key here once the other node has it), each with its
-//! reservation's top: at or above every value handed out for it here.
+//! The counters deleted on this instance lately (`DEL`, `UNLINK`, and `MIGRATE`, which
+//! deletes the key here once the other node has it), each with its reservation's top: at or
+//! above every value handed out for it here. Expired and evicted counters are not kept:
+//! eviction frees memory under pressure, which these records would take back.
 //!
 //! Why: `MIGRATE` carries only a key's value. A counter that a `SET` lowered and that then
 //! moved away and back (a slot resharded key by key, there and back again) would come back
@@ -12,8 +13,8 @@
 //! (`DEL`, then `SET`) never restores, so it still restarts the counter lower.
 //!
 //! At most [`CAPACITY`] counters are kept, the oldest dropped first, so that a service that
-//! deletes many counters (per-day keys) keeps a bounded table; the entries go with a
-//! restart, as the rest of what the module holds per key.
+//! deletes many counters (per-day keys) keeps a bounded table (about 1 MB at most with short
+//! names); the entries go with a restart, as the rest of what the module holds per key.
 
 use std::collections::{HashMap, VecDeque};
 
