@@ -6,7 +6,7 @@
 //! Why: `MIGRATE` carries only a key's value. A counter that a `SET` lowered and that then
 //! moved away and back (a slot resharded key by key, there and back again) would come back
 //! under what it handed out here, and its next calls would repeat those values. A key's
-//! event does not say which command deleted it, so every counter that leaves is kept here,
+//! event does not say which command deleted it, so every deleted counter is kept here,
 //! and only a key that comes back through `RESTORE` (the other half of `MIGRATE`) consults
 //! it: it is then remembered as a failover's erased values are (`state::failback_marks`),
 //! so its next call continues above the top if the key holds less. A deliberate reset
@@ -28,13 +28,25 @@ type Name = (i32, Box<[u8]>);
 
 #[derive(Default)]
 struct Departed {
-    tops: HashMap<Name, i64>,
-    /// The names in `tops`, oldest first.
-    order: VecDeque<Name>,
+    /// Each kept counter's top, and the number of its entry in `order`.
+    tops: HashMap<Name, (i64, u64)>,
+    /// The entries recorded, oldest first; an entry whose counter was taken since (its
+    /// number no longer in `tops`) is skipped, and dropped when the queue is compacted, so
+    /// that a take costs one lookup rather than a scan of the queue.
+    order: VecDeque<(u64, Name)>,
+    /// The number of the next entry.
+    next: u64,
 }
 
-/// (Every change is a whole insert or remove of both: after a panic caught inside a use, the
-/// two agree.)
+impl Departed {
+    /// Whether `entry` of `order` is still its counter's.
+    fn live(&self, (number, name): &(u64, Name)) -> bool {
+        self.tops.get(name).is_some_and(|(_, kept)| kept == number)
+    }
+}
+
+/// (Every change is a whole insert or remove: after a panic caught inside a use, `order`
+/// may hold an entry too many, which is skipped like a taken one.)
 static DEPARTED: MainThreadCell<Option<Departed>> = MainThreadCell::new(None);
 
 /// `key` in `db` left this instance with its reservation's top at `top`.
@@ -42,17 +54,30 @@ pub fn record(db: i32, key: &[u8], top: i64) {
     DEPARTED.with(|departed| {
         let departed = departed.get_or_insert_with(Departed::default);
         let name: Name = (db, key.into());
-        if let Some(known) = departed.tops.get_mut(&name) {
+        if let Some((known, _)) = departed.tops.get_mut(&name) {
             *known = (*known).max(top);
             return;
         }
-        if departed.order.len() >= CAPACITY {
-            if let Some(oldest) = departed.order.pop_front() {
-                departed.tops.remove(&oldest);
+        let number = departed.next;
+        departed.next += 1;
+        departed.tops.insert(name.clone(), (top, number));
+        departed.order.push_back((number, name));
+        while departed.tops.len() > CAPACITY {
+            let Some(oldest) = departed.order.pop_front() else {
+                break;
+            };
+            if departed.live(&oldest) {
+                departed.tops.remove(&oldest.1);
             }
         }
-        departed.tops.insert(name.clone(), top);
-        departed.order.push_back(name);
+        if departed.order.len() > 2 * CAPACITY {
+            let order = std::mem::take(&mut departed.order);
+            let live = order
+                .into_iter()
+                .filter(|entry| departed.live(entry))
+                .collect();
+            departed.order = live;
+        }
     });
 }
 
@@ -60,10 +85,8 @@ pub fn record(db: i32, key: &[u8], top: i64) {
 /// back takes it along).
 pub fn take(db: i32, key: &[u8]) -> Option<i64> {
     DEPARTED.with(|departed| {
-        let departed = departed.as_mut()?;
         let name: Name = (db, key.into());
-        let top = departed.tops.remove(&name)?;
-        departed.order.retain(|kept| *kept != name);
+        let (top, _) = departed.as_mut()?.tops.remove(&name)?;
         Some(top)
     })
 }
@@ -93,6 +116,13 @@ mod tests {
             assert_eq!(take(1, b"0"), None, "the oldest was dropped");
             assert_eq!(take(1, b"1"), Some(1));
             assert_eq!(take(0, b"1"), None, "another database");
+            // Taken counters leave nothing that pushes a kept one out, however many.
+            record(2, b"kept", 5);
+            for round in 0..3 * CAPACITY {
+                record(3, b"taken", round as i64);
+                assert_eq!(take(3, b"taken"), Some(round as i64));
+            }
+            assert_eq!(take(2, b"kept"), Some(5));
         }
     }
 }
